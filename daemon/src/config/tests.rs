@@ -1,0 +1,64 @@
+use super::*;
+
+#[test]
+fn empty_file_means_defaults() {
+    assert_eq!(Config::from_toml("").unwrap(), Config::default());
+}
+
+#[test]
+fn file_values_are_read() {
+    let config = Config::from_toml(
+        r#"
+        [server]
+        listen = "0.0.0.0:9000"
+        shutdown_grace_secs = 3
+        [log]
+        format = "json"
+        filter = "debug"
+        "#,
+    )
+    .unwrap();
+    assert_eq!(config.server.listen, SocketAddr::from(([0, 0, 0, 0], 9000)));
+    assert_eq!(config.shutdown_grace(), Duration::from_secs(3));
+    assert_eq!(config.log.format, LogFormat::Json);
+    assert_eq!(config.log.filter, "debug");
+}
+
+#[test]
+fn unknown_keys_and_bad_values_are_errors() {
+    let typo = Config::from_toml("[server]\nlisen = \"127.0.0.1:1\"").unwrap_err();
+    assert!(format!("{typo:#}").contains("lisen"), "{typo:#}");
+    let bad_addr = Config::from_toml("[server]\nlisten = \"nowhere\"").unwrap_err();
+    assert!(format!("{bad_addr:#}").contains("listen"), "{bad_addr:#}");
+    let bad_format = Config::from_toml("[log]\nformat = \"xml\"").unwrap_err();
+    assert!(format!("{bad_format:#}").contains("xml"), "{bad_format:#}");
+}
+
+#[test]
+fn overrides_beat_the_file() {
+    let dir = std::env::temp_dir().join(format!("edgewised-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("edgewised.toml");
+    std::fs::write(
+        &path,
+        "[server]\nlisten = \"127.0.0.1:1000\"\nshutdown_grace_secs = 7\n",
+    )
+    .unwrap();
+    let overrides = Overrides {
+        listen: Some(SocketAddr::from(([127, 0, 0, 1], 2000))),
+        ..Overrides::default()
+    };
+    let config = Config::load(Some(&path), &overrides).unwrap();
+    assert_eq!(config.server.listen.port(), 2000);
+    assert_eq!(config.server.shutdown_grace_secs, 7);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let err = Config::from_file(Path::new("/nonexistent/edgewised.toml")).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("/nonexistent/edgewised.toml"),
+        "{err:#}"
+    );
+}

@@ -1,0 +1,261 @@
+//! The upstream an edge forwards to.
+//!
+//! An operator configures one base URL (`http(s)://host[:port][/prefix]`). It is validated once,
+//! then every request is mapped onto it by appending the request's path and query. The parser is
+//! deliberately strict: a typo in an origin URL must be a clear configuration error at start-up,
+//! not a stream of odd upstream requests.
+
+use alloc::string::String;
+
+use crate::Error;
+
+/// Longest origin URL or upstream URL accepted. Origins commonly cap request lines at 8-16 KiB;
+/// anything longer is refused here rather than by a confused upstream.
+pub const MAX_URL_LEN: usize = 16 * 1024;
+
+/// The scheme of an origin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Scheme {
+    /// Plain HTTP.
+    Http,
+    /// HTTP over TLS.
+    Https,
+}
+
+impl Scheme {
+    /// The scheme's name, lower case.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scheme::Http => "http",
+            Scheme::Https => "https",
+        }
+    }
+}
+
+/// A validated origin base URL.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Origin {
+    scheme: Scheme,
+    /// Normalised `scheme://authority/prefix`, without a trailing `/`.
+    base: String,
+    /// Byte range of the authority inside `base`.
+    authority: core::ops::Range<usize>,
+}
+
+impl Origin {
+    /// Parses and validates an origin base URL.
+    ///
+    /// Scheme and host are case-normalised; a trailing `/` on the prefix is dropped. Userinfo,
+    /// queries and fragments are refused.
+    pub fn parse(url: &str) -> Result<Origin, Error> {
+        if url.len() > MAX_URL_LEN {
+            return Err(Error::InvalidOrigin("longer than 16 KiB"));
+        }
+        let (scheme, rest) = split_scheme(url)?;
+        let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, prefix) = rest.split_at(authority_len);
+        check_authority(authority)?;
+        check_prefix(prefix)?;
+        let prefix = prefix.trim_end_matches('/');
+
+        let mut base = String::with_capacity(url.len());
+        base.push_str(scheme.as_str());
+        base.push_str("://");
+        let start = base.len();
+        base.extend(authority.chars().map(|c| c.to_ascii_lowercase()));
+        let end = base.len();
+        base.push_str(prefix);
+        Ok(Origin {
+            scheme,
+            base,
+            authority: start..end,
+        })
+    }
+
+    /// The origin's scheme.
+    pub fn scheme(&self) -> Scheme {
+        self.scheme
+    }
+
+    /// `host[:port]`, lower case.
+    pub fn authority(&self) -> &str {
+        &self.base[self.authority.clone()]
+    }
+
+    /// The path prefix every forwarded path is appended to; empty or starting with `/`.
+    pub fn path_prefix(&self) -> &str {
+        &self.base[self.authority.end..]
+    }
+
+    /// The normalised base URL.
+    pub fn as_str(&self) -> &str {
+        &self.base
+    }
+
+    /// The URL a request for `path` (and `query`, without its `?`) is forwarded to.
+    ///
+    /// `path` must be absolute and both must already be percent-encoded, as a parsed request
+    /// URL provides them; an empty query is dropped.
+    pub fn upstream_url(&self, path: &str, query: Option<&str>) -> Result<String, Error> {
+        if !path.starts_with('/') {
+            return Err(Error::InvalidTarget("path must start with '/'"));
+        }
+        check_target_part(path, b'?', "path holds a byte that must be percent-encoded")?;
+        let query = query.filter(|q| !q.is_empty());
+        if let Some(q) = query {
+            check_target_part(q, b'#', "query holds a byte that must be percent-encoded")?;
+        }
+        let len = self.base.len() + path.len() + query.map_or(0, |q| q.len() + 1);
+        if len > MAX_URL_LEN {
+            return Err(Error::InvalidTarget("upstream URL longer than 16 KiB"));
+        }
+        let mut url = String::with_capacity(len);
+        url.push_str(&self.base);
+        url.push_str(path);
+        if let Some(q) = query {
+            url.push('?');
+            url.push_str(q);
+        }
+        Ok(url)
+    }
+}
+
+impl core::fmt::Display for Origin {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(&self.base)
+    }
+}
+
+impl core::str::FromStr for Origin {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Origin::parse(s)
+    }
+}
+
+fn split_scheme(url: &str) -> Result<(Scheme, &str), Error> {
+    let (name, rest) = url
+        .split_once("://")
+        .ok_or(Error::InvalidOrigin("expected http://host or https://host"))?;
+    let scheme = if name.eq_ignore_ascii_case("http") {
+        Scheme::Http
+    } else if name.eq_ignore_ascii_case("https") {
+        Scheme::Https
+    } else {
+        return Err(Error::InvalidOrigin("scheme must be http or https"));
+    };
+    Ok((scheme, rest))
+}
+
+fn check_authority(authority: &str) -> Result<(), Error> {
+    if authority.is_empty() {
+        return Err(Error::InvalidOrigin("missing host"));
+    }
+    if authority.contains('@') {
+        return Err(Error::InvalidOrigin(
+            "credentials in the URL are not allowed",
+        ));
+    }
+    let (host, port) = split_port(authority)?;
+    if let Some(port) = port {
+        check_port(port)?;
+    }
+    match host.strip_prefix('[') {
+        Some(v6) => check_ipv6_literal(v6),
+        None => check_reg_name(host),
+    }
+}
+
+/// Splits `host[:port]`, where host may be a bracketed IPv6 literal full of colons.
+fn split_port(authority: &str) -> Result<(&str, Option<&str>), Error> {
+    if authority.starts_with('[') {
+        let close = authority
+            .find(']')
+            .ok_or(Error::InvalidOrigin("unterminated IPv6 literal"))?;
+        let (host, after) = authority.split_at(close + 1);
+        return match after {
+            "" => Ok((host, None)),
+            _ => match after.strip_prefix(':') {
+                Some(port) => Ok((host, Some(port))),
+                None => Err(Error::InvalidOrigin("junk after IPv6 literal")),
+            },
+        };
+    }
+    Ok(match authority.rsplit_once(':') {
+        Some((host, port)) => (host, Some(port)),
+        None => (authority, None),
+    })
+}
+
+fn check_port(port: &str) -> Result<(), Error> {
+    let valid = !port.is_empty()
+        && port.len() <= 5
+        && port.bytes().all(|b| b.is_ascii_digit())
+        && matches!(port.parse::<u32>(), Ok(1..=65535));
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::InvalidOrigin("port must be a number in 1-65535"))
+    }
+}
+
+fn check_ipv6_literal(bracketed: &str) -> Result<(), Error> {
+    let inner = bracketed.strip_suffix(']').unwrap_or(bracketed);
+    let valid = inner.contains(':')
+        && inner
+            .bytes()
+            .all(|b| b.is_ascii_hexdigit() || b == b':' || b == b'.');
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::InvalidOrigin("malformed IPv6 literal"))
+    }
+}
+
+fn check_reg_name(host: &str) -> Result<(), Error> {
+    if host.is_empty() {
+        return Err(Error::InvalidOrigin("missing host"));
+    }
+    let valid = host
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    if !valid || host.starts_with('.') || host.contains("..") {
+        return Err(Error::InvalidOrigin(
+            "host must be a DNS name or an IP address",
+        ));
+    }
+    Ok(())
+}
+
+fn check_prefix(prefix: &str) -> Result<(), Error> {
+    if prefix.contains(['?', '#']) {
+        return Err(Error::InvalidOrigin(
+            "a query or fragment is not allowed in an origin URL",
+        ));
+    }
+    if !prefix.bytes().all(is_visible_ascii) {
+        return Err(Error::InvalidOrigin(
+            "path prefix holds a byte that must be percent-encoded",
+        ));
+    }
+    Ok(())
+}
+
+fn check_target_part(part: &str, forbidden: u8, reason: &'static str) -> Result<(), Error> {
+    if part
+        .bytes()
+        .all(|b| is_visible_ascii(b) && b != b'#' && b != forbidden)
+    {
+        Ok(())
+    } else {
+        Err(Error::InvalidTarget(reason))
+    }
+}
+
+fn is_visible_ascii(b: u8) -> bool {
+    (0x21..=0x7e).contains(&b)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,158 @@
+extern crate std;
+
+use alloc::string::String;
+
+use proptest::prelude::*;
+
+use super::*;
+
+#[test]
+fn parses_and_normalises() {
+    let o = Origin::parse("HTTPS://Origin.Example.COM:8443/api/v1/").unwrap();
+    assert_eq!(o.scheme(), Scheme::Https);
+    assert_eq!(o.authority(), "origin.example.com:8443");
+    assert_eq!(o.path_prefix(), "/api/v1");
+    assert_eq!(o.as_str(), "https://origin.example.com:8443/api/v1");
+}
+
+#[test]
+fn accepts_ip_literals() {
+    assert_eq!(
+        Origin::parse("http://127.0.0.1:8080").unwrap().authority(),
+        "127.0.0.1:8080"
+    );
+    assert_eq!(
+        Origin::parse("http://[::1]:9000/").unwrap().authority(),
+        "[::1]:9000"
+    );
+    assert_eq!(
+        Origin::parse("http://[FE80::1]").unwrap().authority(),
+        "[fe80::1]"
+    );
+}
+
+#[test]
+fn refuses_bad_origins_with_a_reason() {
+    let cases = [
+        ("", "expected http://host or https://host"),
+        ("origin.example.com", "expected http://host or https://host"),
+        ("ftp://origin.example.com", "scheme must be http or https"),
+        ("http://", "missing host"),
+        ("http:///path", "missing host"),
+        ("http://:80", "missing host"),
+        (
+            "http://user:pw@host",
+            "credentials in the URL are not allowed",
+        ),
+        ("http://host:0", "port must be a number in 1-65535"),
+        ("http://host:65536", "port must be a number in 1-65535"),
+        ("http://host:", "port must be a number in 1-65535"),
+        ("http://host:+80", "port must be a number in 1-65535"),
+        ("http://host:8o", "port must be a number in 1-65535"),
+        ("http://[::1", "unterminated IPv6 literal"),
+        ("http://[::1]x", "junk after IPv6 literal"),
+        ("http://[zz]", "malformed IPv6 literal"),
+        ("http://ho st", "host must be a DNS name or an IP address"),
+        ("http://.host", "host must be a DNS name or an IP address"),
+        ("http://a..b", "host must be a DNS name or an IP address"),
+        (
+            "http://host/a?b",
+            "a query or fragment is not allowed in an origin URL",
+        ),
+        (
+            "http://host#frag",
+            "a query or fragment is not allowed in an origin URL",
+        ),
+        (
+            "http://host/a b",
+            "path prefix holds a byte that must be percent-encoded",
+        ),
+        (
+            "http://host/é",
+            "path prefix holds a byte that must be percent-encoded",
+        ),
+    ];
+    for (url, reason) in cases {
+        assert_eq!(
+            Origin::parse(url),
+            Err(Error::InvalidOrigin(reason)),
+            "input {url:?}"
+        );
+    }
+}
+
+#[test]
+fn refuses_overlong_origin() {
+    let url = std::format!("http://h/{}", "a".repeat(MAX_URL_LEN));
+    assert_eq!(
+        Origin::parse(&url),
+        Err(Error::InvalidOrigin("longer than 16 KiB"))
+    );
+}
+
+#[test]
+fn joins_prefix_path_and_query() {
+    let o = Origin::parse("http://127.0.0.1:8080/base/").unwrap();
+    assert_eq!(
+        o.upstream_url("/x/y", Some("a=1&b=%20")).unwrap(),
+        "http://127.0.0.1:8080/base/x/y?a=1&b=%20"
+    );
+    assert_eq!(
+        o.upstream_url("/", None).unwrap(),
+        "http://127.0.0.1:8080/base/"
+    );
+    assert_eq!(
+        o.upstream_url("/", Some("")).unwrap(),
+        "http://127.0.0.1:8080/base/"
+    );
+    let bare = Origin::parse("http://h").unwrap();
+    assert_eq!(bare.upstream_url("/p", None).unwrap(), "http://h/p");
+}
+
+#[test]
+fn refuses_unforwardable_targets() {
+    let o = Origin::parse("http://h").unwrap();
+    let err = |r| Err(Error::InvalidTarget(r));
+    assert_eq!(o.upstream_url("x", None), err("path must start with '/'"));
+    assert_eq!(
+        o.upstream_url("/a b", None),
+        err("path holds a byte that must be percent-encoded")
+    );
+    assert_eq!(
+        o.upstream_url("/a?b", None),
+        err("path holds a byte that must be percent-encoded")
+    );
+    assert_eq!(
+        o.upstream_url("/a", Some("x#y")),
+        err("query holds a byte that must be percent-encoded")
+    );
+    assert_eq!(
+        o.upstream_url("/a", Some("x\ny")),
+        err("query holds a byte that must be percent-encoded")
+    );
+    let long = std::format!("/{}", "a".repeat(MAX_URL_LEN));
+    assert_eq!(
+        o.upstream_url(&long, None),
+        err("upstream URL longer than 16 KiB")
+    );
+}
+
+proptest! {
+    #[test]
+    fn parse_never_panics_and_is_idempotent(url in "\\PC{0,64}|(?i:https?)://[a-zA-Z0-9.:\\[\\]@_-]{0,30}(/[ -~]{0,20})?") {
+        if let Ok(origin) = Origin::parse(&url) {
+            let again = Origin::parse(origin.as_str()).unwrap();
+            prop_assert_eq!(&again, &origin);
+            prop_assert!(!origin.as_str().ends_with('/'));
+        }
+    }
+
+    #[test]
+    fn upstream_url_extends_the_base(path in "[ -~]{0,40}", query in proptest::option::of("[ -~]{0,20}")) {
+        let origin = Origin::parse("https://o.example/pre").unwrap();
+        if let Ok(url) = origin.upstream_url(&path, query.as_deref()) {
+            let expected: String = std::format!("https://o.example/pre{path}");
+            prop_assert!(url.starts_with(&expected));
+        }
+    }
+}

@@ -1,0 +1,168 @@
+//! Helpers for driving the real `edgewised` binary from integration tests.
+//!
+//! The binary is the one cargo built for this workspace (`cargo build --workspace`, which the
+//! README's test command runs first), or `EDGEWISED_BIN` if set.
+
+use std::{
+    io::{BufRead, BufReader, Read, Write},
+    net::{SocketAddr, TcpStream},
+    path::PathBuf,
+    process::{Child, ChildStderr, Command, ExitStatus, Stdio},
+    sync::mpsc,
+    thread,
+    time::{Duration, Instant},
+};
+
+/// Path of the `edgewised` binary under test.
+pub fn daemon_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("EDGEWISED_BIN") {
+        return PathBuf::from(path);
+    }
+    // Test executables live in target/<profile>/deps; binaries one level up.
+    let exe = std::env::current_exe().expect("test executable path");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile> directory");
+    let bin = profile_dir.join("edgewised");
+    assert!(
+        bin.exists(),
+        "{} is missing: run `cargo build --workspace` first (scripts/test.sh does)",
+        bin.display()
+    );
+    bin
+}
+
+/// A running daemon whose stderr is collected line by line.
+#[derive(Debug)]
+pub struct Daemon {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    log: Vec<String>,
+    /// The address the daemon reported listening on.
+    pub addr: SocketAddr,
+}
+
+impl Daemon {
+    /// Starts `edgewised` with `args` on an ephemeral loopback port and waits until it listens.
+    pub fn start(args: &[&str]) -> Daemon {
+        let mut child = Command::new(daemon_bin())
+            .args(["--listen", "127.0.0.1:0", "--log-format", "text"])
+            .args(args)
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawning edgewised");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let mut daemon = Daemon {
+            lines: forward_lines(stderr),
+            child,
+            log: Vec::new(),
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+        };
+        let line = daemon.wait_for_log("listening", Duration::from_secs(20));
+        daemon.addr = parse_addr(&line);
+        daemon
+    }
+
+    /// Waits for a stderr line containing `needle` and returns it.
+    pub fn wait_for_log(&mut self, needle: &str, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.log.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no log line with {needle:?} within {timeout:?}; log so far:\n{}",
+                    self.log.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Sends `signal` (e.g. "TERM") to the daemon.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.child.id().to_string())
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -{signal} failed");
+    }
+
+    /// Waits for the process to exit and returns its status and remaining log.
+    pub fn wait(mut self, timeout: Duration) -> (ExitStatus, Vec<String>) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("waiting for edgewised") {
+                self.log.extend(self.lines.try_iter());
+                return (status, std::mem::take(&mut self.log));
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                panic!(
+                    "edgewised did not exit within {timeout:?}; log:\n{}",
+                    self.log.join("\n")
+                );
+            }
+            self.log.extend(self.lines.try_iter());
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn forward_lines(stderr: ChildStderr) -> mpsc::Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
+}
+
+fn parse_addr(line: &str) -> SocketAddr {
+    line.split_whitespace()
+        .find_map(|field| field.strip_prefix("addr="))
+        .and_then(|addr| addr.parse().ok())
+        .unwrap_or_else(|| panic!("no addr= in {line:?}"))
+}
+
+/// A minimal HTTP/1.1 exchange: returns the status code and the body.
+pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("read timeout");
+    let request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).expect("write request");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).expect("read response");
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("malformed response {response:?}"));
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_owned())
+        .unwrap_or_default();
+    (status, body)
+}

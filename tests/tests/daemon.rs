@@ -1,0 +1,121 @@
+//! The real `edgewised` binary: start, serve, shut down.
+
+use std::{process::Command, time::Duration};
+
+use edgewise_tests::{Daemon, daemon_bin, http};
+
+const EXIT_WAIT: Duration = Duration::from_secs(20);
+
+#[test]
+fn serves_healthz_and_exits_cleanly_on_sigterm() {
+    let mut daemon = Daemon::start(&[]);
+    let (status, body) = http(daemon.addr, "GET", "/healthz");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""status":"ok""#), "{body}");
+
+    daemon.signal("TERM");
+    daemon.wait_for_log("SIGTERM received", EXIT_WAIT);
+    let (status, log) = daemon.wait(EXIT_WAIT);
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        log.join("\n")
+    );
+    assert!(log.iter().any(|l| l.contains("stopped")), "{log:?}");
+}
+
+#[test]
+fn exits_cleanly_on_sigint() {
+    let daemon = Daemon::start(&[]);
+    daemon.signal("INT");
+    let (status, log) = daemon.wait(EXIT_WAIT);
+    assert!(
+        status.success(),
+        "exit status {status}; log:\n{}",
+        log.join("\n")
+    );
+    assert!(log.iter().any(|l| l.contains("SIGINT received")), "{log:?}");
+}
+
+#[test]
+fn unknown_routes_are_404_and_wrong_methods_405() {
+    let daemon = Daemon::start(&[]);
+    assert_eq!(http(daemon.addr, "GET", "/nope").0, 404);
+    assert_eq!(http(daemon.addr, "POST", "/healthz").0, 405);
+}
+
+#[test]
+fn reads_a_config_file_and_flags_override_it() {
+    let dir = scratch_dir("config");
+    let path = dir.join("edgewised.toml");
+    // The file asks for JSON logs on a fixed port; the flags Daemon::start passes (text logs,
+    // port 0) must win, or the daemon would not be found listening.
+    std::fs::write(
+        &path,
+        "[server]\nlisten = \"127.0.0.1:1\"\n[log]\nformat = \"json\"\n",
+    )
+    .unwrap();
+    let daemon = Daemon::start(&["--config", path.to_str().unwrap()]);
+    assert_ne!(daemon.addr.port(), 1);
+    assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
+}
+
+#[test]
+fn bad_config_fails_fast_with_a_clear_error() {
+    let dir = scratch_dir("bad-config");
+    let path = dir.join("edgewised.toml");
+    std::fs::write(&path, "[server]\nlisen = \"127.0.0.1:0\"\n").unwrap();
+    let out = Command::new(daemon_bin())
+        .args(["--config", path.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("parsing config file"), "{stderr}");
+    assert!(stderr.contains("lisen"), "{stderr}");
+}
+
+#[test]
+fn check_config_validates_without_serving() {
+    let dir = scratch_dir("check-config");
+    let good = dir.join("good.toml");
+    std::fs::write(&good, "[server]\nshutdown_grace_secs = 2\n").unwrap();
+    let out = Command::new(daemon_bin())
+        .args(["check-config", good.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("shutdown_grace_secs: 2"));
+
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[log]\nformat = \"xml\"\n").unwrap();
+    let out = Command::new(daemon_bin())
+        .args(["check-config", bad.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("xml"));
+}
+
+#[test]
+fn listen_conflict_is_reported() {
+    let first = Daemon::start(&[]);
+    let taken = first.addr.to_string();
+    let out = Command::new(daemon_bin())
+        .args(["--listen", &taken])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("binding {taken}")), "{stderr}");
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("edgewise-tests-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
