@@ -102,7 +102,14 @@ impl Daemon {
         let deadline = Instant::now() + timeout;
         loop {
             if let Some(status) = self.child.try_wait().expect("waiting for edgewised") {
-                self.log.extend(self.lines.try_iter());
+                // The exit can be seen before the reader thread has passed on the last lines:
+                // read until stderr closes.
+                while let Ok(line) = self
+                    .lines
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                {
+                    self.log.push(line);
+                }
                 return (status, std::mem::take(&mut self.log));
             }
             if Instant::now() > deadline {

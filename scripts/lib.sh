@@ -1,0 +1,48 @@
+# Sourced by the other scripts: project paths, tool locations and small helpers.
+# shellcheck shell=bash
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export ROOT
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$ROOT/node_modules/.bin:$PATH"
+
+# worker-build must never try to download its tools (GitHub is unreachable from our machines):
+# wasm-bindgen comes from `cargo install`, wasm-opt and esbuild from the npm lockfile.
+export WASM_OPT_BIN="$ROOT/node_modules/.bin/wasm-opt"
+export ESBUILD_BIN="$ROOT/node_modules/.bin/esbuild"
+export WRANGLER_SEND_METRICS=false
+export NO_UPDATE_NOTIFIER=1
+
+# Runtime state of local runs (pids, logs, ports); ignored by git.
+STATE_DIR="$ROOT/.edgewise"
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+die() { printf 'error: %s\n' "$*" >&2; exit 1; }
+
+# Version of a package as pinned in Cargo.lock.
+locked_version() {
+  awk -v name="$1" '
+    $0 == "name = \"" name "\"" { found = 1; next }
+    found && /^version = / { gsub(/"/, "", $3); print $3; exit }
+  ' "$ROOT/Cargo.lock"
+}
+
+wasm_bindgen_bin() {
+  printf '%s\n' "${CARGO_HOME:-$HOME/.cargo}/bin/wasm-bindgen"
+}
+export WASM_BINDGEN_BIN
+WASM_BINDGEN_BIN="$(wasm_bindgen_bin)"
+
+# A TCP port nobody listens on right now.
+free_port() {
+  node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
+}
+
+# Waits until http://127.0.0.1:$1$2 answers (any status), at most $3 seconds.
+wait_http() {
+  local port=$1 path=$2 secs=${3:-60} i
+  for ((i = 0; i < secs * 10; i++)); do
+    if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port$path"; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The whole test suite: setup, formatting, lints (native and wasm32), Rust unit and integration
+# tests (the real edgewised binary), the built Wasm worker in Miniflare against real local
+# origins, and a `wrangler deploy --dry-run`. Ends with one "N passed, N failed" line.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+bash scripts/setup.sh
+
+log "cargo fmt --check"
+cargo fmt --all --check
+
+log "cargo clippy (native, all targets)"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+log "cargo clippy (wasm32: shared core and worker)"
+cargo clippy -p edgewise -p edgewise-worker --target wasm32-unknown-unknown --locked -- -D warnings
+
+log "cargo build (edgewised for the integration tests)"
+cargo build --workspace --locked
+
+mkdir -p "$STATE_DIR"
+rust_log="$STATE_DIR/test-rust.log"
+js_log="$STATE_DIR/test-js.log"
+
+log "cargo test (unit, integration, benchmark smoke runs, doctests)"
+cargo test --workspace --all-targets --locked 2>&1 | tee "$rust_log"
+cargo test --workspace --doc --locked 2>&1 | tee -a "$rust_log"
+
+log "build the Wasm worker"
+bash scripts/build-worker.sh
+
+log "node --test tests/js (Miniflare + wrangler dry-run)"
+# One file at a time: the deploy dry-run rebuilds build/, which the Miniflare tests load.
+node --test --test-concurrency=1 tests/js/ 2>&1 | tee "$js_log"
+
+read -r rust_pass rust_fail < <(awk '/^test result:/ { p += $4; f += $6 } END { print p + 0, f + 0 }' "$rust_log")
+read -r js_pass js_fail < <(awk '/^# pass / { p = $3 } /^# fail / { f = $3 } END { print p + 0, f + 0 }' "$js_log")
+echo "rust: $rust_pass passed, $rust_fail failed; js: $js_pass passed, $js_fail failed"
+echo "$((rust_pass + js_pass)) passed, $((rust_fail + js_fail)) failed"

@@ -1,0 +1,30 @@
+// `wrangler deploy --dry-run` is what an operator's deploy does minus the upload: it runs the
+// [build] command from wrangler.toml and bundles the result. It must pass without credentials.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { ROOT } from "./support/worker.mjs";
+
+test("wrangler deploy --dry-run builds and bundles the worker", () => {
+  const outdir = mkdtempSync(path.join(tmpdir(), "edgewise-dry-run-"));
+  try {
+    const run = spawnSync(
+      path.join(ROOT, "node_modules/.bin/wrangler"),
+      ["deploy", "--dry-run", "--outdir", outdir],
+      { cwd: ROOT, encoding: "utf8", timeout: 600_000, env: { ...process.env, WRANGLER_SEND_METRICS: "false" } },
+    );
+    const output = `${run.stdout}\n${run.stderr}`;
+    assert.equal(run.status, 0, output);
+    assert.match(output, /--dry-run: exiting now/);
+    assert.match(output, /env\.ORIGIN_URL/);
+    const files = readdirSync(outdir);
+    assert.ok(files.includes("index.js"), files.join(", "));
+    assert.ok(files.some((f) => f.endsWith("index_bg.wasm")), files.join(", "));
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
+});

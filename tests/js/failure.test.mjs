@@ -1,0 +1,68 @@
+// What clients get when the worker cannot do its job: short plain-text 5xx, never a crash.
+
+import { test, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:net";
+import { startWorker } from "./support/worker.mjs";
+
+const workers = [];
+after(() => Promise.all(workers.map((w) => w.dispose())));
+
+async function worker(bindings) {
+  const w = await startWorker(bindings);
+  workers.push(w);
+  return w;
+}
+
+// A port that was free a moment ago and has nobody listening.
+function deadPort() {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function expectFailure(res, status, text) {
+  assert.equal(res.status, status);
+  assert.equal(res.headers.get("content-type"), "text/plain; charset=utf-8");
+  assert.equal(await res.text(), text);
+}
+
+test("an unreachable origin is a 502", async () => {
+  const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}` });
+  for (const method of ["GET", "POST"]) {
+    const res = await w.dispatchFetch("http://edge.test/a", {
+      method,
+      body: method === "POST" ? "x" : undefined,
+    });
+    await expectFailure(res, 502, "edgewise: origin unreachable");
+  }
+});
+
+test("a missing or invalid ORIGIN_URL is a 500, request after request", async () => {
+  for (const bindings of [
+    {},
+    { ORIGIN_URL: "" },
+    { ORIGIN_URL: "not a url" },
+    { ORIGIN_URL: "ftp://127.0.0.1" },
+    { ORIGIN_URL: "http://user:pw@127.0.0.1" },
+    { ORIGIN_URL: "http://127.0.0.1:99999" },
+  ]) {
+    const w = await worker(bindings);
+    for (let i = 0; i < 2; i++) {
+      const res = await w.dispatchFetch("http://edge.test/");
+      await expectFailure(res, 500, "edgewise: worker misconfigured");
+    }
+  }
+});
+
+test("the worker keeps serving after failures", async () => {
+  const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}` });
+  const results = await Promise.all(
+    Array.from({ length: 20 }, () => w.dispatchFetch("http://edge.test/").then((r) => r.status)),
+  );
+  assert.deepEqual(new Set(results), new Set([502]));
+});
