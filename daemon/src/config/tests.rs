@@ -62,3 +62,9 @@ fn missing_file_names_the_path() {
         "{err:#}"
     );
 }
+
+#[test]
+fn example_file_documents_the_defaults() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/edgewised.example.toml");
+    assert_eq!(Config::from_file(&path).unwrap(), Config::default());
+}
