@@ -16,7 +16,12 @@
 extern crate alloc;
 
 mod error;
+mod headers;
 mod origin;
 
 pub use error::Error;
+pub use headers::{
+    DEFAULT_INTERNAL_REQUEST_HEADERS, DEFAULT_INTERNAL_RESPONSE_HEADERS, DEFAULT_LIST_TOKEN,
+    HeaderNames, HeaderSet,
+};
 pub use origin::{Origin, Scheme};

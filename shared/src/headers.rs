@@ -1,0 +1,385 @@
+//! Internal header sets: which header names an edge must strip, decided in a few nanoseconds.
+//!
+//! More than 90% of lookups miss (ordinary request headers), so a miss must be nearly free.
+//! [`HeaderSet`] keys a small table by (length, first byte, last byte): the key is computed from
+//! the probe without reading its middle, and a perfect-hash seed is searched at build time so
+//! that distinct keys never share a slot. A miss therefore costs one multiply and one slot load;
+//! a hit adds one case-folding compare, eight bytes at a time. Prefix rules (`x-edgewise-*`) sit
+//! behind a first-byte bitmap so they cost nothing for names that cannot match them.
+//!
+//! Building takes microseconds for a hundred names, cheap enough for a Worker cold start.
+
+mod defaults;
+mod fold;
+mod token;
+
+use alloc::{boxed::Box, string::String, vec, vec::Vec};
+use core::fmt;
+
+pub use defaults::{DEFAULT_INTERNAL_REQUEST_HEADERS, DEFAULT_INTERNAL_RESPONSE_HEADERS};
+
+use crate::Error;
+
+/// The `from_list` token that stands for the built-in list.
+pub const DEFAULT_LIST_TOKEN: &str = "@default";
+
+/// Slot ranges are `u16`.
+const MAX_NAMES: usize = u16::MAX as usize;
+
+/// An immutable set of header names and name prefixes, matched ASCII case-insensitively.
+#[derive(Clone)]
+pub struct HeaderSet {
+    slots: Box<[Slot]>,
+    seed: u32,
+    shift: u32,
+    /// Exact names, grouped by slot.
+    exact: Box<[Span]>,
+    prefixes: Box<[Span]>,
+    /// Bit `b` set when some prefix starts with byte `b` (either case).
+    prefix_first: [u64; 4],
+    /// All names and prefixes, lower case, back to back.
+    bytes: Box<[u8]>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    /// [`key`] of the names in this slot; 0 when empty (real keys have bit 24 set).
+    key: u32,
+    start: u16,
+    len: u16,
+}
+
+#[derive(Clone, Copy)]
+struct Span {
+    at: u32,
+    len: u32,
+}
+
+/// (length, first byte, last byte), case-folded: cheap to compute and, for real header lists,
+/// nearly unique per name.
+#[inline(always)]
+fn key(len: usize, first: u8, last: u8) -> u32 {
+    let len = len.min(0xff) as u32;
+    len | u32::from(first.to_ascii_lowercase()) << 8
+        | u32::from(last.to_ascii_lowercase()) << 16
+        | 1 << 24
+}
+
+impl HeaderSet {
+    /// Builds a set from header names; an entry ending in `*` is a prefix rule (`x-edgewise-*`
+    /// matches every name starting with `x-edgewise-`). Duplicates and mixed case are fine;
+    /// anything that is not an RFC 9110 token is refused with an error naming the entry.
+    pub fn new<I, S>(names: I) -> Result<HeaderSet, Error>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<[u8]>,
+    {
+        let mut exact: Vec<Vec<u8>> = Vec::new();
+        let mut prefixes: Vec<Vec<u8>> = Vec::new();
+        for (index, name) in names.into_iter().enumerate() {
+            let name = name.as_ref();
+            match validate(name).map_err(|reason| invalid(index, name, reason))? {
+                Rule::Exact(n) => exact.push(n.to_ascii_lowercase()),
+                Rule::Prefix(p) => prefixes.push(p.to_ascii_lowercase()),
+            }
+        }
+        exact.sort_unstable();
+        exact.dedup();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        if exact.len() + prefixes.len() > MAX_NAMES {
+            return Err(Error::HeaderSetTooLarge(exact.len() + prefixes.len()));
+        }
+        Ok(Builder::default().build(exact, prefixes))
+    }
+
+    /// An empty set: strips nothing.
+    pub fn empty() -> HeaderSet {
+        Builder::default().build(Vec::new(), Vec::new())
+    }
+
+    /// Builds a set from a configuration string: names separated by commas and/or whitespace,
+    /// where [`DEFAULT_LIST_TOKEN`] (`@default`) stands for `defaults`. An empty string gives an
+    /// empty set.
+    pub fn from_list(list: &str, defaults: &[&str]) -> Result<HeaderSet, Error> {
+        let mut names: Vec<&str> = Vec::new();
+        for entry in list.split(|c: char| c == ',' || c.is_ascii_whitespace()) {
+            match entry {
+                "" => {}
+                DEFAULT_LIST_TOKEN => names.extend_from_slice(defaults),
+                name => names.push(name),
+            }
+        }
+        HeaderSet::new(names)
+    }
+
+    /// Whether `name` is in the set or starts with one of its prefixes, ignoring ASCII case.
+    /// Exact: no false positives or negatives. Never allocates.
+    #[inline]
+    pub fn contains(&self, name: &[u8]) -> bool {
+        let (Some(&first), Some(&last)) = (name.first(), name.last()) else {
+            return false;
+        };
+        self.contains_exact(name, first, last) || self.matches_prefix(name, first)
+    }
+
+    #[inline(always)]
+    fn contains_exact(&self, name: &[u8], first: u8, last: u8) -> bool {
+        let key = key(name.len(), first, last);
+        let slot = self.slot(key);
+        if slot.key != key {
+            return false;
+        }
+        let start = usize::from(slot.start);
+        let bucket = self
+            .exact
+            .get(start..start + usize::from(slot.len))
+            .unwrap_or(&[]);
+        bucket
+            .iter()
+            .any(|&span| span.len as usize == name.len() && fold::eq_folded(name, self.text(span)))
+    }
+
+    #[inline(always)]
+    fn matches_prefix(&self, name: &[u8], first: u8) -> bool {
+        if self.prefix_first[usize::from(first >> 6)] >> (first & 63) & 1 == 0 {
+            return false;
+        }
+        self.prefixes.iter().any(|&span| {
+            let prefix = self.text(span);
+            name.len() >= prefix.len() && fold::eq_folded(&name[..prefix.len()], prefix)
+        })
+    }
+
+    #[inline(always)]
+    fn slot(&self, key: u32) -> Slot {
+        let index = key.wrapping_mul(self.seed) >> self.shift;
+        self.slots.get(index as usize).copied().unwrap_or_default()
+    }
+
+    #[inline(always)]
+    fn text(&self, span: Span) -> &[u8] {
+        let at = span.at as usize;
+        self.bytes.get(at..at + span.len as usize).unwrap_or(&[])
+    }
+
+    /// Number of exact names plus prefix rules.
+    pub fn len(&self) -> usize {
+        self.exact.len() + self.prefixes.len()
+    }
+
+    /// Whether the set matches nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Removes every header whose name the set matches: matches are collected first, then each
+    /// is removed once (removing while iterating is what made the original slow). Returns the
+    /// number of distinct names removed.
+    pub fn strip<H: HeaderNames + ?Sized>(&self, headers: &mut H) -> usize {
+        self.strip_with(headers, &mut Vec::new())
+    }
+
+    /// [`HeaderSet::strip`] with caller-provided scratch memory, so a hot path can reuse one
+    /// buffer across requests.
+    pub fn strip_with<H: HeaderNames + ?Sized>(
+        &self,
+        headers: &mut H,
+        scratch: &mut Vec<u8>,
+    ) -> usize {
+        scratch.clear();
+        headers.each_name(&mut |name| {
+            if self.contains(name) && !matched(scratch).any(|m| m.eq_ignore_ascii_case(name)) {
+                scratch.extend_from_slice(&(name.len() as u32).to_le_bytes());
+                scratch.extend_from_slice(name);
+            }
+        });
+        let mut removed = 0;
+        for name in matched(scratch) {
+            headers.remove_all(name);
+            removed += 1;
+        }
+        removed
+    }
+}
+
+/// Names recorded by `strip_with`: a little-endian u32 length before each.
+fn matched(scratch: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut rest = scratch;
+    core::iter::from_fn(move || {
+        let (len, tail) = rest.split_first_chunk::<4>()?;
+        let len = u32::from_le_bytes(*len) as usize;
+        let (name, tail) = tail.split_at_checked(len)?;
+        rest = tail;
+        Some(name)
+    })
+}
+
+/// A header container that [`HeaderSet::strip`] can work on.
+pub trait HeaderNames {
+    /// Calls `f` with each header name; a repeated header may be reported once or every time.
+    fn each_name(&self, f: &mut dyn FnMut(&[u8]));
+    /// Removes every header called `name` (ASCII case-insensitively).
+    fn remove_all(&mut self, name: &[u8]);
+}
+
+/// A plain list of (name, value) pairs, as parsers and tests hold them.
+impl<N: AsRef<[u8]>, V> HeaderNames for Vec<(N, V)> {
+    fn each_name(&self, f: &mut dyn FnMut(&[u8])) {
+        for (name, _) in self {
+            f(name.as_ref());
+        }
+    }
+
+    fn remove_all(&mut self, name: &[u8]) {
+        self.retain(|(n, _)| !n.as_ref().eq_ignore_ascii_case(name));
+    }
+}
+
+impl fmt::Debug for HeaderSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HeaderSet")
+            .field("names", &self.exact.len())
+            .field("prefixes", &self.prefixes.len())
+            .field("slots", &self.slots.len())
+            .finish()
+    }
+}
+
+enum Rule<'a> {
+    Exact(&'a [u8]),
+    Prefix(&'a [u8]),
+}
+
+fn validate(name: &[u8]) -> Result<Rule<'_>, &'static str> {
+    let rule = match name.strip_suffix(b"*") {
+        Some([]) => return Err("a bare '*' would match every header"),
+        Some(prefix) => Rule::Prefix(prefix),
+        None if name.is_empty() => return Err("empty name"),
+        None => Rule::Exact(name),
+    };
+    let (Rule::Exact(body) | Rule::Prefix(body)) = &rule;
+    if !body.iter().all(|&b| token::is_tchar(b)) {
+        return Err("not an RFC 9110 token (allowed: letters, digits and !#$%&'*+-.^_`|~)");
+    }
+    Ok(rule)
+}
+
+fn invalid(index: usize, name: &[u8], reason: &'static str) -> Error {
+    const SHOWN: usize = 64;
+    let mut shown: String = name
+        .iter()
+        .take(SHOWN)
+        .flat_map(|b| b.escape_ascii())
+        .map(char::from)
+        .collect();
+    if name.len() > SHOWN {
+        shown.push_str("...");
+    }
+    Error::InvalidHeaderName {
+        index,
+        name: shown,
+        reason,
+    }
+}
+
+/// Finds a seed under which distinct keys land in distinct slots.
+#[derive(Default)]
+struct Builder {
+    rng: u64,
+}
+
+impl Builder {
+    fn build(mut self, exact: Vec<Vec<u8>>, prefixes: Vec<Vec<u8>>) -> HeaderSet {
+        let mut keyed: Vec<(u32, Vec<u8>)> = exact
+            .into_iter()
+            .filter_map(|n| Some((key(n.len(), *n.first()?, *n.last()?), n)))
+            .collect();
+        let mut keys: Vec<u32> = keyed.iter().map(|(k, _)| *k).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let (seed, bits) = self.perfect_seed(&keys);
+        let shift = 32 - bits;
+        let slot_of = |k: u32| (k.wrapping_mul(seed) >> shift) as usize;
+        keyed.sort_by_key(|(k, _)| slot_of(*k));
+
+        let mut bytes = Vec::new();
+        let mut slots = vec![Slot::default(); 1 << bits];
+        let mut spans = Vec::with_capacity(keyed.len());
+        for (i, (k, name)) in keyed.iter().enumerate() {
+            let slot = &mut slots[slot_of(*k)];
+            if slot.key == 0 {
+                *slot = Slot {
+                    key: *k,
+                    start: i as u16,
+                    len: 0,
+                };
+            }
+            slot.len += 1;
+            spans.push(push_text(&mut bytes, name));
+        }
+        let mut prefix_first = [0u64; 4];
+        let mut prefix_spans = Vec::with_capacity(prefixes.len());
+        for p in &prefixes {
+            for b in [p[0], p[0].to_ascii_uppercase()] {
+                prefix_first[usize::from(b >> 6)] |= 1 << (b & 63);
+            }
+            prefix_spans.push(push_text(&mut bytes, p));
+        }
+        HeaderSet {
+            slots: slots.into_boxed_slice(),
+            seed,
+            shift,
+            exact: spans.into_boxed_slice(),
+            prefixes: prefix_spans.into_boxed_slice(),
+            prefix_first,
+            bytes: bytes.into_boxed_slice(),
+        }
+    }
+
+    /// Smallest table (at most half full) with a collision-free seed; doubles on bad luck.
+    fn perfect_seed(&mut self, keys: &[u32]) -> (u32, u32) {
+        let mut bits = (keys.len() * 2).next_power_of_two().trailing_zeros().max(1);
+        let mut seen = Vec::new();
+        loop {
+            for _ in 0..64 {
+                let seed = self.next_seed();
+                if injective(keys, seed, bits, &mut seen) {
+                    return (seed, bits);
+                }
+            }
+            bits += 1;
+        }
+    }
+
+    /// splitmix64, fixed start: builds are deterministic. Seeds are odd so multiplication is a
+    /// bijection on u32.
+    fn next_seed(&mut self) -> u32 {
+        self.rng = self.rng.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.rng;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        (z ^ (z >> 31)) as u32 | 1
+    }
+}
+
+fn injective(keys: &[u32], seed: u32, bits: u32, seen: &mut Vec<bool>) -> bool {
+    seen.clear();
+    seen.resize(1 << bits, false);
+    keys.iter().all(|&k| {
+        let slot = &mut seen[(k.wrapping_mul(seed) >> (32 - bits)) as usize];
+        !core::mem::replace(slot, true)
+    })
+}
+
+fn push_text(bytes: &mut Vec<u8>, text: &[u8]) -> Span {
+    let at = bytes.len() as u32;
+    bytes.extend_from_slice(text);
+    Span {
+        at,
+        len: text.len() as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests;
