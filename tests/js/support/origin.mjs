@@ -1,6 +1,7 @@
 // A real HTTP origin for tests and the local demo. It describes every request it receives
 // (method, path, query, headers, body digest) as JSON, and offers a few routes that exercise a
-// proxy: /status/NNN, /redirect, /bytes/N.
+// proxy: /status/NNN, /redirect, /bytes/N, and ?respond=name:value (repeatable) on any echo
+// route to add response headers.
 //
 //   node tests/js/support/origin.mjs [--port N] [--label NAME]   prints "listening PORT"
 
@@ -36,6 +37,7 @@ function handle(req, res, label, requests) {
       path: url.pathname,
       query: url.search.slice(1),
       headers: req.headers,
+      rawHeaders: req.rawHeaders,
       bodyLength: body.length,
       bodySha256: createHash("sha256").update(body).digest("hex"),
       body: body.length <= 4096 ? body.toString("utf8") : null,
@@ -61,11 +63,17 @@ function route(url, seen, res, label) {
     res.writeHead(200, { ...common, "content-type": "application/octet-stream" });
     return res.end(Buffer.alloc(Number(bytes[1]), 0x61));
   }
-  res.writeHead(200, {
-    ...common,
-    "content-type": "application/json",
-    "set-cookie": ["a=1; Path=/", "b=2; Path=/"],
-  });
+  const headers = [
+    ["x-origin-label", label],
+    ["content-type", "application/json"],
+    ["set-cookie", "a=1; Path=/"],
+    ["set-cookie", "b=2; Path=/"],
+  ];
+  for (const spec of url.searchParams.getAll("respond")) {
+    const colon = spec.indexOf(":");
+    headers.push([spec.slice(0, colon), spec.slice(colon + 1)]);
+  }
+  res.writeHead(200, headers.flat());
   res.end(JSON.stringify(seen));
 }
 

@@ -1,0 +1,65 @@
+//! The worker's configuration, read from wrangler vars once per isolate.
+//!
+//! Vars cannot change while an isolate lives, so parsing them (and building the header sets)
+//! happens on the first request only; a bad value is remembered too, and every request answers
+//! 500 until the deployment is fixed.
+
+use std::{cell::OnceCell, rc::Rc};
+
+use edgewise::{
+    DEFAULT_INTERNAL_REQUEST_HEADERS, DEFAULT_INTERNAL_RESPONSE_HEADERS, DEFAULT_LIST_TOKEN,
+    HeaderSet, Origin,
+};
+use worker::Env;
+
+/// Base URL requests are forwarded to.
+const ORIGIN_URL: &str = "ORIGIN_URL";
+/// Header names stripped from requests before they are forwarded.
+const INTERNAL_HEADERS: &str = "INTERNAL_HEADERS";
+/// Header names stripped from origin responses before they are returned.
+const INTERNAL_RESPONSE_HEADERS: &str = "INTERNAL_RESPONSE_HEADERS";
+
+#[derive(Debug)]
+pub(crate) struct Config {
+    pub(crate) origin: Origin,
+    pub(crate) request_strip: HeaderSet,
+    pub(crate) response_strip: HeaderSet,
+}
+
+thread_local! {
+    static CONFIG: OnceCell<Result<Rc<Config>, String>> = const { OnceCell::new() };
+}
+
+/// This isolate's configuration, or why it is unusable.
+pub(crate) fn get(env: &Env) -> Result<Rc<Config>, String> {
+    CONFIG.with(|cell| {
+        cell.get_or_init(|| Config::from_env(env).map(Rc::new))
+            .clone()
+    })
+}
+
+impl Config {
+    fn from_env(env: &Env) -> Result<Config, String> {
+        let origin = var(env, ORIGIN_URL).ok_or_else(|| format!("{ORIGIN_URL} is not set"))?;
+        let origin = Origin::parse(&origin).map_err(|e| format!("{ORIGIN_URL}: {e}"))?;
+        Ok(Config {
+            origin,
+            request_strip: header_set(env, INTERNAL_HEADERS, DEFAULT_INTERNAL_REQUEST_HEADERS)?,
+            response_strip: header_set(
+                env,
+                INTERNAL_RESPONSE_HEADERS,
+                DEFAULT_INTERNAL_RESPONSE_HEADERS,
+            )?,
+        })
+    }
+}
+
+/// An unset list means the built-in one; `@default` inside a list extends it.
+fn header_set(env: &Env, name: &str, defaults: &[&str]) -> Result<HeaderSet, String> {
+    let list = var(env, name).unwrap_or_else(|| DEFAULT_LIST_TOKEN.to_owned());
+    HeaderSet::from_list(&list, defaults).map_err(|e| format!("{name}: {e}"))
+}
+
+fn var(env: &Env, name: &str) -> Option<String> {
+    env.var(name).ok().map(|v| v.to_string())
+}
