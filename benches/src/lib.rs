@@ -1,2 +1,7 @@
-//! Benchmarks live in `benches/`; this library is empty so the crate can hold shared workload
-//! generators as benchmarks are added.
+//! Shared pieces of the edgewise benchmarks: deterministic workloads and the peers edgewise is
+//! measured against. Both the criterion benches (native) and the `headers_wasm` binary (native and
+//! `wasm32-wasip1` under Node) use them, so every target measures the same inputs and the same
+//! loops.
+
+pub mod peers;
+pub mod workload;
