@@ -9,10 +9,12 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 use worker::{
-    Context, Env, Fetch, Request, RequestInit, RequestRedirect, Response, Result, console_error,
-    event, wasm_bindgen::JsValue,
+    Context, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, Response, Result,
+    console_error, event, wasm_bindgen::JsValue,
 };
 
+#[cfg(feature = "bench")]
+mod bench;
 mod config;
 mod failure;
 mod strip;
@@ -33,6 +35,10 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
 
 async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failure> {
     let config = config::get(env).map_err(Failure::Config)?;
+    #[cfg(feature = "bench")]
+    if let Some(timings) = bench::strip(&req, &config) {
+        return Ok(timings);
+    }
     let url = req
         .url()
         .map_err(|_| Failure::BadRequest("unparseable URL"))?;
@@ -48,20 +54,26 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
     Ok(strip::response(&config.response_strip, response))
 }
 
-/// Builds the outbound request. The incoming headers are copied (they are immutable) and
-/// stripped; the body is handed over as the incoming JS stream, so it is never copied into Wasm
-/// memory; redirects go back to the client as they came.
+/// Builds the outbound request. The runtime copies the incoming headers into it, and internal
+/// ones are deleted from that copy; the body is handed over as the incoming JS stream, so it is
+/// never copied into Wasm memory; redirects go back to the client as they came.
 fn upstream_request(
     req: &Request,
     target: &str,
     config: &Config,
 ) -> std::result::Result<Request, Failure> {
-    let headers = req.headers().clone();
-    strip::request(&config.request_strip, &headers.0);
+    // A handle to the incoming headers, not a copy of them.
+    let incoming = req.inner().headers();
+    let internal = strip::matches(&config.request_strip, &incoming);
     let mut init = RequestInit::new();
     init.with_method(req.method())
-        .with_headers(headers)
+        .with_headers(Headers(incoming))
         .with_redirect(RequestRedirect::Manual)
         .with_body(req.inner().body().map(JsValue::from));
-    Request::new_with_init(target, &init).map_err(|e| Failure::Internal(e.to_string()))
+    let upstream =
+        Request::new_with_init(target, &init).map_err(|e| Failure::Internal(e.to_string()))?;
+    if let Some(internal) = internal {
+        internal.delete_from(&upstream.inner().headers());
+    }
+    Ok(upstream)
 }

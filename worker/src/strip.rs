@@ -4,6 +4,11 @@
 //! cross once, as one newline-joined string built on the JS side; the decision is made in Rust;
 //! and only when something matched does a second call delete the matches. A request without
 //! internal headers (nearly all of them) costs one crossing, and none when stripping is off.
+//!
+//! Measured in workerd (Miniflare), enumerating a 20-header `Headers` costs ~18 us and copying
+//! one ~8 us, while the Rust decision takes well under 1 us: so the request's headers are never
+//! copied by us (the runtime copies them into the outbound request anyway), and matches are
+//! deleted from that copy.
 
 use edgewise::{HeaderNames, HeaderSet};
 use wasm_bindgen::prelude::wasm_bindgen;
@@ -53,22 +58,32 @@ impl HeaderNames for Crossing {
     }
 }
 
-/// The names among `headers` that `set` matches, newline-joined; `None` if there are none.
-fn matches(set: &HeaderSet, headers: &web_sys::Headers) -> Option<String> {
+/// All header names, newline-joined: the one crossing from JS.
+pub(crate) fn names(headers: &web_sys::Headers) -> String {
+    header_names(headers)
+}
+
+/// Names of internal headers found in a request or response, newline-joined.
+#[derive(Debug)]
+pub(crate) struct Matches(String);
+
+/// The names among `headers` that `set` matches; `None` if there are none (or the set is
+/// empty, which skips the crossing altogether).
+pub(crate) fn matches(set: &HeaderSet, headers: &web_sys::Headers) -> Option<Matches> {
     if set.is_empty() {
         return None;
     }
     let mut crossing = Crossing {
-        names: header_names(headers),
+        names: names(headers),
         delete: String::new(),
     };
-    (set.strip(&mut crossing) > 0).then_some(crossing.delete)
+    (set.strip(&mut crossing) > 0).then_some(Matches(crossing.delete))
 }
 
-/// Deletes internal headers from a mutable `Headers` (the copy made for the upstream request).
-pub(crate) fn request(set: &HeaderSet, headers: &web_sys::Headers) {
-    if let Some(names) = matches(set, headers) {
-        delete_headers(headers, &names);
+impl Matches {
+    /// Deletes the matched names from a mutable `Headers`.
+    pub(crate) fn delete_from(&self, headers: &web_sys::Headers) {
+        delete_headers(headers, &self.0);
     }
 }
 
@@ -76,7 +91,7 @@ pub(crate) fn request(set: &HeaderSet, headers: &web_sys::Headers) {
 pub(crate) fn response(set: &HeaderSet, response: worker::Response) -> worker::Response {
     let inner = web_sys::Response::from(response);
     match matches(set, &inner.headers()) {
-        Some(names) => strip_response(&inner, &names).into(),
+        Some(Matches(names)) => strip_response(&inner, &names).into(),
         None => inner.into(),
     }
 }
