@@ -10,13 +10,11 @@
 
 import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
-import { Miniflare } from "miniflare";
 import { startOrigin } from "../../tests/js/support/origin.mjs";
-import { ROOT, compatibilityDate } from "../../tests/js/support/worker.mjs";
+import { ROOT, startWorker } from "../../tests/js/support/worker.mjs";
 
 const rounds = Number(process.argv[2] ?? 20);
 const perRound = Number(process.argv[3] ?? 200);
-const build = path.join(ROOT, "build");
 const TICKS_PER_SECOND = 100; // USER_HZ on Linux
 
 // A browser-like request: 20 header names, Title-Case, two of them internal.
@@ -69,16 +67,7 @@ function cpuSeconds(pid) {
 
 async function instance(name, bindings) {
   const before = new Set(childWorkerds());
-  const mf = new Miniflare({
-    modulesRoot: build,
-    modules: [
-      { type: "ESModule", path: path.join(build, "index.js") },
-      { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
-    ],
-    compatibilityDate: compatibilityDate(),
-    bindings,
-  });
-  await mf.ready;
+  const mf = await startWorker(bindings);
   const pid = childWorkerds().find((p) => !before.has(p));
   return { name, mf, pid, samples: [], cpu: 0 };
 }
@@ -98,15 +87,7 @@ const pct = (s, q) => [...s].sort((a, b) => a - b)[Math.floor(q * (s.length - 1)
 
 async function inRuntime() {
   const dir = path.join(ROOT, ".edgewise/build-bench");
-  const mf = new Miniflare({
-    modulesRoot: dir,
-    modules: [
-      { type: "ESModule", path: path.join(dir, "index.js") },
-      { type: "CompiledWasm", path: path.join(dir, "index_bg.wasm") },
-    ],
-    compatibilityDate: compatibilityDate(),
-    bindings: { ORIGIN_URL: "http://127.0.0.1:9" },
-  });
+  const mf = await startWorker({ ORIGIN_URL: "http://127.0.0.1:9" }, dir);
   const runs = [];
   for (let i = 0; i < 7; i++) {
     const res = await mf.dispatchFetch("http://edge.test/__edgewise/bench/strip?n=2000", { headers: HEADERS });

@@ -6,9 +6,8 @@
 import path from "node:path";
 import { statSync, readFileSync } from "node:fs";
 import { gzipSync } from "node:zlib";
-import { Miniflare } from "miniflare";
 import { startOrigin } from "../../tests/js/support/origin.mjs";
-import { ROOT, compatibilityDate } from "../../tests/js/support/worker.mjs";
+import { ROOT, startWorker } from "../../tests/js/support/worker.mjs";
 
 const build = path.resolve(process.argv[2] ?? path.join(ROOT, "build"));
 const requests = Number(process.argv[3] ?? 3000);
@@ -32,15 +31,7 @@ async function time(fn) {
 
 const origin = await startOrigin({ label: "bench" });
 const coldStart = process.hrtime.bigint();
-const mf = new Miniflare({
-  modulesRoot: build,
-  modules: [
-    { type: "ESModule", path: path.join(build, "index.js") },
-    { type: "CompiledWasm", path: wasm },
-  ],
-  compatibilityDate: compatibilityDate(),
-  bindings: { ORIGIN_URL: origin.url },
-});
+const mf = await startWorker({ ORIGIN_URL: origin.url }, build);
 await (await mf.dispatchFetch("http://edge.test/warm")).arrayBuffer();
 const coldMs = Number(process.hrtime.bigint() - coldStart) / 1e6;
 

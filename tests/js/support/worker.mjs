@@ -16,12 +16,13 @@ export function compatibilityDate() {
   return date[1];
 }
 
-export async function startWorker(bindings) {
+// `build` is a worker-build output directory: build/ by default, another for benchmark builds.
+export async function startWorker(bindings, build = BUILD) {
   const mf = new Miniflare({
-    modulesRoot: BUILD,
+    modulesRoot: build,
     modules: [
-      { type: "ESModule", path: path.join(BUILD, "index.js") },
-      { type: "CompiledWasm", path: path.join(BUILD, "index_bg.wasm") },
+      { type: "ESModule", path: path.join(build, "index.js") },
+      { type: "CompiledWasm", path: path.join(build, "index_bg.wasm") },
     ],
     compatibilityDate: compatibilityDate(),
     bindings,
