@@ -58,21 +58,27 @@ wait_http "$worker_port" / 600 || die "wrangler dev did not start; see $run_dir/
 printf '\n\033[1mdaemon\033[0m  GET /healthz -> %s\n' "$(curl -sS "http://127.0.0.1:$daemon_port/healthz")"
 
 printf '\n\033[1mclient -> worker -> origin\033[0m  POST /hello/edge?from=demo\n'
+printf '(with an injected internal request header, and an origin that leaks x-powered-by)\n'
 curl -sS -D "$run_dir/response.headers" -o "$run_dir/response.body" \
-  -X POST "http://127.0.0.1:$worker_port/hello/edge?from=demo" \
-  -H 'content-type: text/plain' -H 'x-demo: 1' --data 'hello through the edge'
+  -X POST "http://127.0.0.1:$worker_port/hello/edge?from=demo&respond=x-powered-by%3APHP" \
+  -H 'content-type: text/plain' -H 'x-demo: 1' -H 'X-Edgewise-Route: zone=injected' \
+  --data 'hello through the edge'
+header() { awk -F': ' -v h="$1" 'tolower($1) == h { print $2 }' "$run_dir/response.headers" | tr -d '\r'; }
 status=$(awk 'NR == 1 { print $2 }' "$run_dir/response.headers")
-echo "status:            $status"
-echo "served by:         $(awk -F': ' 'tolower($1) == "x-origin-label" { print $2 }' "$run_dir/response.headers" | tr -d '\r')"
+echo "status:                     $status"
+echo "served by:                  $(header x-origin-label)"
+powered=$(header x-powered-by)
+echo "client saw x-powered-by:    ${powered:-(stripped)}"
 node -e '
   const seen = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  console.log("origin saw:        %s %s?%s", seen.method, seen.path, seen.query);
-  console.log("origin saw body:   %j", seen.body);
-  console.log("origin saw x-demo: %s", seen.headers["x-demo"]);
+  console.log("origin saw:                 %s %s?%s", seen.method, seen.path, seen.query);
+  console.log("origin saw body:            %j", seen.body);
+  console.log("origin saw x-demo:          %s", seen.headers["x-demo"]);
+  console.log("origin saw x-edgewise-route: %s", seen.headers["x-edgewise-route"] ?? "(stripped)");
 ' "$run_dir/response.body"
 
 printf '\n\033[1mclient -> worker -> origin\033[0m  GET /status/503 (origin errors pass through)\n'
-echo "status:            $(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$worker_port/status/503")"
+echo "status:                     $(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$worker_port/status/503")"
 
 [ "$status" = 200 ] || die "the request through the worker failed; logs are in $run_dir"
 printf '\nall good; logs are in %s\n' "$run_dir"
