@@ -44,14 +44,20 @@ const RESPOND = ["X-Powered-By:Express", "Cache-Control:max-age=60", "Vary:Accep
   .map((r) => `respond=${encodeURIComponent(r)}`)
   .join("&");
 
+// /proc/PID/stat: the command name in parentheses, then the fields after it (state, ppid, ...).
+function procStat(pid) {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  const close = stat.lastIndexOf(")");
+  return { comm: stat.slice(stat.indexOf("(") + 1, close), fields: stat.slice(close + 2).split(" ") };
+}
+
 function childWorkerds() {
   const pids = [];
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (stat.includes("(workerd)") && Number(fields[1]) === process.pid) pids.push(Number(entry));
+      const { comm, fields } = procStat(entry);
+      if (comm === "workerd" && Number(fields[1]) === process.pid) pids.push(Number(entry));
     } catch {
       // the process ended while we looked
     }
@@ -60,8 +66,7 @@ function childWorkerds() {
 }
 
 function cpuSeconds(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const { fields } = procStat(pid);
   return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
 }
 
@@ -72,7 +77,7 @@ async function instance(name, bindings) {
   return { name, mf, pid, samples: [], cpu: 0 };
 }
 
-async function round(inst, origin) {
+async function round(inst) {
   const cpu0 = cpuSeconds(inst.pid);
   for (let i = 0; i < perRound; i++) {
     const t0 = process.hrtime.bigint();
@@ -124,11 +129,11 @@ const responseOnly = await instance("response stripping only", {
 });
 const all = [on, off, requestOnly, responseOnly];
 // Warm all (JIT, connection pools), then interleave so drift hits all alike.
-for (const inst of all) await round(inst, origin);
+for (const inst of all) await round(inst);
 for (const inst of all) Object.assign(inst, { samples: [], cpu: 0 });
 for (let r = 0; r < rounds; r++) {
   const order = r % 2 ? all : [...all].reverse();
-  for (const inst of order) await round(inst, origin);
+  for (const inst of order) await round(inst);
 }
 for (const inst of all) await inst.mf.dispose();
 await origin.close();

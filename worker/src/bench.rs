@@ -34,7 +34,7 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
         (Date::now() - start) * 1000.0 / f64::from(n)
     };
     let decide = per_op(&mut || drop(black_box(strip::matches(set, &headers))));
-    let names_only = per_op(&mut || drop(black_box(strip::names(&headers))));
+    let names_only = per_op(&mut || drop(black_box(strip::header_names(&headers))));
     let copy = per_op(&mut || drop(black_box(Headers(headers.clone()).clone())));
     let headers = &headers;
     let outbound = |delete: bool| {
@@ -53,7 +53,7 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
     let stripped = per_op(&mut outbound(true));
     let body = format!(
         r#"{{"n":{n},"headers":{},"decideUs":{decide:.3},"namesCrossingUs":{names_only:.3},"headersCopyUs":{copy:.3},"outboundPlainUs":{plain:.3},"outboundStrippedUs":{stripped:.3}}}"#,
-        strip::names(headers).lines().count()
+        strip::header_names(headers).lines().count()
     );
     Response::ok(body).ok()
 }
