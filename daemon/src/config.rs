@@ -1,7 +1,11 @@
 //! Daemon configuration: embedded defaults, then a TOML file, then environment and command
 //! line (the last two handled by clap, command line first).
 
-use std::{net::SocketAddr, path::Path, time::Duration};
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+    time::Duration,
+};
 
 use anyhow::Context;
 use serde::Deserialize;
@@ -15,6 +19,10 @@ pub struct Config {
     pub server: ServerConfig,
     /// Logging settings.
     pub log: LogConfig,
+    /// Authentication of the `/v1` API.
+    pub api: ApiConfig,
+    /// The Privacy Pass token cache.
+    pub tokens: TokensConfig,
 }
 
 /// `[server]` table.
@@ -37,6 +45,55 @@ pub struct LogConfig {
     pub filter: String,
 }
 
+/// `[api]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    /// File holding the bearer secret every `/v1` request must present (surrounding
+    /// whitespace ignored). The environment variable `EDGEWISED_API_SECRET` takes precedence.
+    /// Without a secret every `/v1` request is refused.
+    pub secret_file: Option<PathBuf>,
+}
+
+/// `[tokens]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TokensConfig {
+    /// Accept tokens when the cache cannot decide. Off: undecided means refused (503).
+    pub fail_open: bool,
+    /// Prefix of every record key in memcached.
+    pub key_prefix: String,
+    /// Record lifetime when the worker sends no issuer-key expiry.
+    pub default_ttl_secs: u64,
+    /// Upper bound on any record's lifetime.
+    pub max_ttl_secs: u64,
+    /// Capacity of the embedded store (used when no memcached server is listed); when full it
+    /// refuses redemptions rather than forget spends.
+    pub embedded_max_records: usize,
+    /// The memcached backend.
+    pub memcached: MemcachedConfig,
+}
+
+/// `[tokens.memcached]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MemcachedConfig {
+    /// `host:port` of each server. Empty: use the embedded store.
+    pub servers: Vec<String>,
+    /// Servers that record each spend; fresh needs a majority of them. 1 = no replication.
+    pub replicas: usize,
+    /// Pipelining connections per server.
+    pub connections: usize,
+    /// Deadline of one redemption (and of one connection's reply) in milliseconds.
+    pub timeout_ms: u64,
+    /// Spends that may wait for a connection per server; beyond it redemptions fail at once.
+    pub queue_depth: usize,
+    /// Most spends sent in one write.
+    pub max_batch: usize,
+    /// How often `stats` is polled for evictions, in seconds.
+    pub stats_interval_secs: u64,
+}
+
 /// Log output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -53,6 +110,45 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7878)),
             shutdown_grace_secs: 10,
         }
+    }
+}
+
+impl Default for TokensConfig {
+    fn default() -> Self {
+        TokensConfig {
+            fail_open: false,
+            key_prefix: "ew:pp:".into(),
+            default_ttl_secs: 7 * 24 * 3600,
+            max_ttl_secs: 400 * 24 * 3600,
+            embedded_max_records: 10_000_000,
+            memcached: MemcachedConfig::default(),
+        }
+    }
+}
+
+impl Default for MemcachedConfig {
+    fn default() -> Self {
+        MemcachedConfig {
+            servers: Vec::new(),
+            replicas: 1,
+            connections: 4,
+            timeout_ms: 100,
+            queue_depth: 8192,
+            max_batch: 128,
+            stats_interval_secs: 10,
+        }
+    }
+}
+
+impl MemcachedConfig {
+    /// The per-redemption deadline.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.max(1))
+    }
+
+    /// The eviction poll interval.
+    pub fn stats_interval(&self) -> Duration {
+        Duration::from_secs(self.stats_interval_secs.max(1))
     }
 }
 
@@ -80,6 +176,15 @@ pub struct Overrides {
     /// Log filter directive (RUST_LOG syntax).
     #[arg(long, env = "EDGEWISED_LOG")]
     pub log_filter: Option<String>,
+    /// File holding the `/v1` API bearer secret.
+    #[arg(long, env = "EDGEWISED_API_SECRET_FILE")]
+    pub api_secret_file: Option<PathBuf>,
+    /// memcached servers for the token cache, comma-separated `host:port` list.
+    #[arg(long, env = "EDGEWISED_MEMCACHED", value_delimiter = ',')]
+    pub memcached: Option<Vec<String>>,
+    /// Accept tokens when the token cache cannot decide (unsafe; logged and counted).
+    #[arg(long, env = "EDGEWISED_TOKENS_FAIL_OPEN")]
+    pub tokens_fail_open: Option<bool>,
 }
 
 impl Config {
@@ -117,6 +222,15 @@ impl Config {
         }
         if let Some(filter) = &o.log_filter {
             self.log.filter.clone_from(filter);
+        }
+        if let Some(file) = &o.api_secret_file {
+            self.api.secret_file = Some(file.clone());
+        }
+        if let Some(servers) = &o.memcached {
+            self.tokens.memcached.servers.clone_from(servers);
+        }
+        if let Some(fail_open) = o.tokens_fail_open {
+            self.tokens.fail_open = fail_open;
         }
     }
 

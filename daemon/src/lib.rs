@@ -1,17 +1,26 @@
 //! edgewised, the edgewise sidecar daemon.
 //!
 //! The binary (`src/main.rs`) only parses the command line; everything it runs lives here so
-//! that integration tests and future tools can drive the same code.
+//! that integration tests, benchmarks and future tools can drive the same code.
 
 // Input from outside must be handled, not unwrapped.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+mod api;
+mod auth;
 mod config;
+pub mod metrics;
 mod server;
 mod shutdown;
 mod telemetry;
+mod tokencache;
 
-pub use config::{Config, LogConfig, LogFormat, Overrides, ServerConfig};
-pub use server::{Server, router};
+pub use api::{App, router};
+pub use auth::Auth;
+pub use config::{
+    ApiConfig, Config, LogConfig, LogFormat, MemcachedConfig, Overrides, ServerConfig, TokensConfig,
+};
+pub use server::Server;
 pub use shutdown::signal as shutdown_signal;
 pub use telemetry::init as init_telemetry;
+pub use tokencache::{Outcome, Spend, TokenCache};

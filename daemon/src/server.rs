@@ -1,47 +1,34 @@
-//! The HTTP API and its lifecycle: bind, serve, drain on shutdown.
+//! The HTTP API's lifecycle: bind, serve, drain on shutdown.
 
 use std::{future::Future, net::SocketAddr, sync::Arc};
 
 use anyhow::Context;
-use axum::{Json, Router, routing::get};
-use serde::Serialize;
 use tokio::{net::TcpListener, sync::Notify};
 
-use crate::Config;
+use crate::{Config, api::App, api::router};
 
 /// A bound, not yet serving, API server.
 #[derive(Debug)]
 pub struct Server {
     listener: TcpListener,
     config: Config,
-}
-
-/// The API routes. Unknown paths answer 404 and wrong methods 405 (axum's defaults).
-pub fn router() -> Router {
-    Router::new().route("/healthz", get(healthz))
-}
-
-#[derive(Serialize)]
-struct Health {
-    status: &'static str,
-    version: &'static str,
-}
-
-async fn healthz() -> Json<Health> {
-    Json(Health {
-        status: "ok",
-        version: env!("CARGO_PKG_VERSION"),
-    })
+    app: Arc<App>,
 }
 
 impl Server {
-    /// Binds the configured address; port 0 picks a free port (see [`Server::local_addr`]).
+    /// Starts the app's components and binds the configured address; port 0 picks a free port
+    /// (see [`Server::local_addr`]).
     pub async fn bind(config: Config) -> anyhow::Result<Server> {
+        let app = Arc::new(App::start(&config)?);
         let listen = config.server.listen;
         let listener = TcpListener::bind(listen)
             .await
             .with_context(|| format!("binding {listen}"))?;
-        Ok(Server { listener, config })
+        Ok(Server {
+            listener,
+            config,
+            app,
+        })
     }
 
     /// The address actually bound.
@@ -61,7 +48,8 @@ impl Server {
 
         let draining = Arc::new(Notify::new());
         let notify = Arc::clone(&draining);
-        let serve = axum::serve(self.listener, router()).with_graceful_shutdown(async move {
+        let routes = router(self.app);
+        let serve = axum::serve(self.listener, routes).with_graceful_shutdown(async move {
             shutdown.await;
             notify.notify_one();
         });

@@ -1,7 +1,11 @@
-//! Helpers for driving the real `edgewised` binary from integration tests.
+//! Helpers for driving the real `edgewised` binary and a real memcached from integration tests.
 //!
 //! The binary is the one cargo built for this workspace (`cargo build --workspace`, which the
 //! README's test command runs first), or `EDGEWISED_BIN` if set.
+
+mod memcached;
+
+pub use memcached::{Memcached, free_port};
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -46,7 +50,13 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `edgewised` with `args` on an ephemeral loopback port and waits until it listens.
     pub fn start(args: &[&str]) -> Daemon {
+        Daemon::start_with_env(args, &[])
+    }
+
+    /// Like [`Daemon::start`], with extra environment variables.
+    pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut child = Command::new(daemon_bin())
+            .envs(env.iter().copied())
             .args(["--listen", "127.0.0.1:0", "--log-format", "text"])
             .args(args)
             .env("NO_COLOR", "1")
@@ -154,14 +164,36 @@ fn parse_addr(line: &str) -> SocketAddr {
 
 /// A minimal HTTP/1.1 exchange: returns the status code and the body.
 pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
+    http_request(addr, method, path, &[], b"")
+}
+
+/// An HTTP/1.1 exchange with extra headers and a body (sent with Content-Length).
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> (u16, String) {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .expect("read timeout");
-    let request = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
-    stream.write_all(request.as_bytes()).expect("write request");
-    let mut response = String::new();
-    stream.read_to_string(&mut response).expect("read response");
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    let mut bytes = request.into_bytes();
+    bytes.extend_from_slice(body);
+    stream.write_all(&bytes).expect("write request");
+    let mut response = Vec::new();
+    // The server may close before reading a body it refused; what it sent is still readable.
+    let _ = stream.read_to_end(&mut response);
+    let response = String::from_utf8_lossy(&response).into_owned();
     let status = response
         .split_whitespace()
         .nth(1)

@@ -1,0 +1,103 @@
+//! The HTTP API: routes, the state handlers share, and the error shape.
+//!
+//! `/healthz` and `/metrics` are open (local scrapers); everything under `/v1` needs the bearer
+//! secret. Unknown paths answer 404 and wrong methods 405 (axum's defaults).
+
+mod tokens;
+
+use std::sync::Arc;
+
+use axum::{
+    Json, Router,
+    extract::{DefaultBodyLimit, State},
+    http::{StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::{get, post},
+};
+use serde::Serialize;
+
+use crate::{Config, auth::Auth, metrics::Exposition, tokencache::TokenCache};
+
+/// Largest request body any endpoint accepts; a redemption is ~200 bytes.
+const MAX_BODY: usize = 4 * 1024;
+
+/// What every handler can reach.
+#[derive(Debug)]
+pub struct App {
+    tokens: TokenCache,
+    auth: Auth,
+}
+
+impl App {
+    /// Loads the secret and starts the token cache; call from within a Tokio runtime.
+    pub fn start(config: &Config) -> anyhow::Result<App> {
+        Ok(App::new(
+            TokenCache::start(&config.tokens),
+            Auth::load(&config.api)?,
+        ))
+    }
+
+    /// An app from parts (tests, embedding).
+    pub fn new(tokens: TokenCache, auth: Auth) -> App {
+        App { tokens, auth }
+    }
+}
+
+/// The API routes over `app`.
+pub fn router(app: Arc<App>) -> Router {
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/metrics", get(metrics))
+        .route("/v1/tokens/redeem", post(tokens::redeem))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(app)
+}
+
+#[derive(Serialize)]
+struct Health {
+    status: &'static str,
+    version: &'static str,
+}
+
+async fn healthz() -> Json<Health> {
+    Json(Health {
+        status: "ok",
+        version: env!("CARGO_PKG_VERSION"),
+    })
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> Response {
+    let mut page = Exposition::default();
+    app.tokens.render(&mut page);
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        page.finish(),
+    )
+        .into_response()
+}
+
+/// A JSON error: `{"error": "..."}`.
+fn error(status: StatusCode, message: impl Into<String>) -> Response {
+    #[derive(Serialize)]
+    struct Body {
+        error: String,
+    }
+    let body = Body {
+        error: message.into(),
+    };
+    (status, Json(body)).into_response()
+}
+
+/// The 401 for a request without the bearer secret; `None` lets it through.
+fn refusal(app: &App, headers: &axum::http::HeaderMap) -> Option<Response> {
+    let value = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+    if app.auth.allows(value) {
+        return None;
+    }
+    let mut response = error(StatusCode::UNAUTHORIZED, "missing or wrong bearer secret");
+    response.headers_mut().insert(
+        header::WWW_AUTHENTICATE,
+        header::HeaderValue::from_static("Bearer"),
+    );
+    Some(response)
+}

@@ -1,0 +1,200 @@
+//! Spend-once records for Privacy Pass tokens.
+//!
+//! A redemption is one atomic set-if-absent of the token's spend key: the first caller gets
+//! `fresh`, every later one `spent`. Anything that prevents a decision -- a timeout, a reset
+//! connection, a full or failing server -- is `unavailable`, which the worker turns into a 503:
+//! the cache fails closed. Failing open is an operator's explicit choice, logged and counted.
+
+mod embedded;
+mod memcached;
+
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+pub use self::{embedded::Embedded, memcached::Memcached};
+use crate::{
+    config::TokensConfig,
+    metrics::{Counter, Exposition, Histogram},
+};
+
+/// The answer to a redemption.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// First spend: accept the token.
+    Fresh,
+    /// Spent before: refuse it.
+    Spent,
+    /// No decision could be made: refuse it (unless failing open).
+    Unavailable,
+}
+
+/// A decision a backend reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Decision {
+    Fresh,
+    Spent,
+}
+
+/// Why a backend reached no decision.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Fault {
+    #[error("no reply before the deadline")]
+    Timeout,
+    #[error("request queue full")]
+    Overloaded,
+    #[error("connection failed: {0}")]
+    Connection(String),
+    #[error("{0}")]
+    Server(String),
+}
+
+/// One token to spend.
+#[derive(Debug, Clone, Copy)]
+pub struct Spend {
+    /// The double-spend key: a digest of token type, issuer key id and nonce.
+    pub key: [u8; 32],
+    /// When the issuer key expires (Unix seconds); the record must outlive every token it
+    /// signed. `None` uses the configured default.
+    pub not_after: Option<u64>,
+}
+
+/// The configured backend with the fail policy and metrics around it.
+#[derive(Debug)]
+pub struct TokenCache {
+    backend: Backend,
+    fail_open: bool,
+    default_ttl: u64,
+    max_ttl: u64,
+    counters: OutcomeCounters,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Memcached(Memcached),
+    Embedded(Embedded),
+}
+
+#[derive(Debug, Default)]
+struct OutcomeCounters {
+    fresh: Counter,
+    spent: Counter,
+    unavailable: Counter,
+    failed_open: Counter,
+    latency: Histogram,
+}
+
+/// Records shorter-lived than this are not worth a round trip to refuse later.
+const MIN_TTL: u64 = 60;
+
+impl TokenCache {
+    /// Starts the configured backend (memcached if servers are listed, else the embedded store)
+    /// and says which one at warn level when it is not production-grade.
+    pub fn start(config: &TokensConfig) -> TokenCache {
+        let backend = if config.memcached.servers.is_empty() {
+            tracing::warn!(
+                "token cache: no memcached configured, using the EMBEDDED in-process store; \
+                 tokens are spend-once only within this daemon (set [tokens.memcached] servers)"
+            );
+            Backend::Embedded(Embedded::new(config.embedded_max_records))
+        } else {
+            let memcached = Memcached::start(&config.memcached, &config.key_prefix);
+            tracing::info!(backend = %memcached.describe(), "token cache");
+            Backend::Memcached(memcached)
+        };
+        if config.fail_open {
+            tracing::warn!(
+                "token cache: FAIL-OPEN is on: when the store cannot decide, tokens are accepted \
+                 and may be spent more than once"
+            );
+        }
+        TokenCache {
+            backend,
+            fail_open: config.fail_open,
+            default_ttl: config.default_ttl_secs,
+            max_ttl: config.max_ttl_secs.max(MIN_TTL),
+            counters: OutcomeCounters::default(),
+        }
+    }
+
+    /// Spends `spend` once; see the module docs for the policy.
+    pub async fn redeem(&self, spend: &Spend) -> Outcome {
+        let started = Instant::now();
+        let now = unix_now();
+        let expires_at = self.expiry(now, spend.not_after);
+        let decision = match &self.backend {
+            Backend::Memcached(m) => m.spend(&spend.key, now, expires_at).await,
+            Backend::Embedded(e) => e.spend(&spend.key, now, expires_at),
+        };
+        let outcome = self.judge(decision);
+        self.counters.latency.observe(started.elapsed());
+        outcome
+    }
+
+    fn expiry(&self, now: u64, not_after: Option<u64>) -> u64 {
+        let wanted = not_after.unwrap_or(now.saturating_add(self.default_ttl));
+        wanted.clamp(now + MIN_TTL, now.saturating_add(self.max_ttl))
+    }
+
+    fn judge(&self, decision: Result<Decision, Fault>) -> Outcome {
+        let c = &self.counters;
+        match decision {
+            Ok(Decision::Fresh) => {
+                c.fresh.inc();
+                Outcome::Fresh
+            }
+            Ok(Decision::Spent) => {
+                c.spent.inc();
+                Outcome::Spent
+            }
+            Err(fault) if self.fail_open => {
+                c.failed_open.inc();
+                tracing::warn!(%fault, "token cache undecided: accepting the token (fail-open)");
+                Outcome::Fresh
+            }
+            Err(fault) => {
+                c.unavailable.inc();
+                tracing::warn!(%fault, "token cache undecided: refusing the token");
+                Outcome::Unavailable
+            }
+        }
+    }
+
+    /// Writes the token families (and the backend's) to `page`.
+    pub fn render(&self, page: &mut Exposition) {
+        let c = &self.counters;
+        let name = "edgewise_token_redemptions_total";
+        page.family(name, "counter", "Token redemptions by outcome.");
+        for (outcome, counter) in [
+            ("fresh", &c.fresh),
+            ("spent", &c.spent),
+            ("unavailable", &c.unavailable),
+            ("failed_open", &c.failed_open),
+        ] {
+            page.sample(name, &[("outcome", outcome)], counter.get());
+        }
+        let name = "edgewise_token_redeem_duration_seconds";
+        page.family(name, "histogram", "Time to decide a redemption.");
+        page.histogram(name, &[], &c.latency);
+        page.gauge(
+            "edgewise_token_fail_open",
+            "1 if undecided redemptions are accepted (fail-open).",
+            u8::from(self.fail_open),
+        );
+        match &self.backend {
+            Backend::Memcached(m) => m.render(page),
+            Backend::Embedded(e) => page.gauge(
+                "edgewise_token_embedded_records",
+                "Spend records held by the embedded store.",
+                e.records(),
+            ),
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

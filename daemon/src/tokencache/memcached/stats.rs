@@ -1,0 +1,79 @@
+//! Periodic `stats` polls: memcached evicting records is how a spent token becomes spendable
+//! again, so evictions are exported and every increase is logged as a warning.
+
+use std::{sync::Arc, time::Duration};
+
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+    time::timeout,
+};
+
+use super::{conn::Link, proto};
+
+/// Polls `link`'s server every `interval` until the returned task is aborted.
+pub(crate) async fn poll(link: Arc<Link>, interval: Duration) {
+    let mut last_evictions: Option<u64> = None;
+    let mut ticker = tokio::time::interval(interval);
+    loop {
+        ticker.tick().await;
+        match timeout(
+            link.io_timeout.max(Duration::from_secs(1)),
+            fetch(&link.addr),
+        )
+        .await
+        {
+            Ok(Ok(stats)) => {
+                record(&link, &stats);
+                if let Some(last) = last_evictions
+                    && stats.evictions > last
+                {
+                    tracing::warn!(
+                        server = %link.addr,
+                        evicted = stats.evictions - last,
+                        "memcached evicted records: evicted spent tokens can be spent again; \
+                         give memcached more memory (-m)"
+                    );
+                }
+                last_evictions = Some(stats.evictions);
+            }
+            Ok(Err(why)) => tracing::debug!(server = %link.addr, %why, "stats poll failed"),
+            Err(_) => tracing::debug!(server = %link.addr, "stats poll timed out"),
+        }
+    }
+}
+
+fn record(link: &Link, stats: &proto::ServerStats) {
+    let c = &link.counters;
+    let gauge = |v: u64| i64::try_from(v).unwrap_or(i64::MAX);
+    c.evictions.set(gauge(stats.evictions));
+    c.curr_items.set(gauge(stats.curr_items));
+    c.bytes.set(gauge(stats.bytes));
+    c.limit_maxbytes.set(gauge(stats.limit_maxbytes));
+}
+
+async fn fetch(addr: &str) -> Result<proto::ServerStats, String> {
+    let mut stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+    stream
+        .write_all(b"stats\r\n")
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut reply = Vec::with_capacity(4096);
+    loop {
+        if stream
+            .read_buf(&mut reply)
+            .await
+            .map_err(|e| e.to_string())?
+            == 0
+        {
+            return Err("connection closed mid-reply".to_owned());
+        }
+        if let Some(stats) = proto::parse_stats(&reply) {
+            return Ok(stats);
+        }
+        if reply.len() > 64 * 1024 {
+            return Err("stats reply too long".to_owned());
+        }
+    }
+}

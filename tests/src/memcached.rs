@@ -1,0 +1,128 @@
+//! A real memcached (Debian's package, installed by scripts/setup.sh) on a free loopback port,
+//! owned by one test and stopped by pid when dropped.
+
+use std::{
+    net::{TcpListener, TcpStream},
+    path::PathBuf,
+    process::{Child, Command, Stdio},
+    thread,
+    time::{Duration, Instant},
+};
+
+/// A memcached process the test controls: it can be killed, restarted on the same port,
+/// stopped and continued.
+#[derive(Debug)]
+pub struct Memcached {
+    child: Option<Child>,
+    port: u16,
+    args: Vec<String>,
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("binding a probe port");
+    listener.local_addr().expect("probe address").port()
+}
+
+fn memcached_bin() -> PathBuf {
+    if let Some(path) = std::env::var_os("MEMCACHED_BIN") {
+        return PathBuf::from(path);
+    }
+    for dir in ["/usr/bin", "/usr/local/bin", "/usr/sbin"] {
+        let path = PathBuf::from(dir).join("memcached");
+        if path.exists() {
+            return path;
+        }
+    }
+    panic!("memcached is not installed: run scripts/setup.sh (apt-get install memcached)");
+}
+
+/// memcached refuses to run as root unless told which user to be.
+fn root_user() -> &'static [&'static str] {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::metadata("/proc/self") {
+        Ok(meta) if meta.uid() == 0 => &["-u", "root"],
+        _ => &[],
+    }
+}
+
+impl Memcached {
+    /// Starts memcached with extra `args` (e.g. `["-m", "8", "-M"]`) and waits until it accepts.
+    pub fn start(args: &[&str]) -> Memcached {
+        let mut memcached = Memcached {
+            child: None,
+            port: free_port(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+        };
+        memcached.spawn();
+        memcached
+    }
+
+    /// `127.0.0.1:port`.
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The process id (for signals).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    fn spawn(&mut self) {
+        let child = Command::new(memcached_bin())
+            .args(["-l", "127.0.0.1", "-p", &self.port.to_string(), "-U", "0"])
+            .args(&self.args)
+            .args(root_user())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawning memcached");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(self.addr()).is_err() {
+            if let Some(child) = &mut self.child
+                && let Ok(Some(status)) = child.try_wait()
+            {
+                panic!("memcached exited at start: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "memcached did not listen on {}",
+                self.addr()
+            );
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// `kill -9`: all records are lost, connections reset.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts a fresh, empty memcached on the same port.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    /// Sends `signal` by name (e.g. "STOP", "CONT").
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill")
+            .arg(format!("-{signal}"))
+            .arg(self.pid().to_string())
+            .status()
+            .expect("running kill");
+        assert!(status.success(), "kill -{signal} {} failed", self.pid());
+    }
+}
+
+impl Drop for Memcached {
+    fn drop(&mut self) {
+        // SIGKILL ends a stopped process too.
+        self.kill();
+    }
+}

@@ -1,0 +1,255 @@
+//! The token cache against a real memcached: exactly-once under concurrency, fail-closed under
+//! every fault the issue names, recovery, replication.
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use edgewise_daemon::{MemcachedConfig, Outcome, Spend, TokenCache, TokensConfig};
+use edgewise_tests::Memcached;
+
+const DEADLINE: Duration = Duration::from_millis(100);
+
+/// A spend key no other test uses.
+fn token() -> Spend {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let seed = std::process::id() as u64;
+    let mut key = [0; 32];
+    // Spread the bits so rendezvous hashing sees uniform keys.
+    key[..8].copy_from_slice(&(n.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ seed).to_le_bytes());
+    key[8..16].copy_from_slice(&n.to_le_bytes());
+    Spend {
+        key,
+        not_after: None,
+    }
+}
+
+fn cache(servers: &[&Memcached], replicas: usize) -> TokenCache {
+    let config = TokensConfig {
+        memcached: MemcachedConfig {
+            servers: servers.iter().map(|m| m.addr()).collect(),
+            replicas,
+            timeout_ms: DEADLINE.as_millis() as u64,
+            ..MemcachedConfig::default()
+        },
+        ..TokensConfig::default()
+    };
+    TokenCache::start(&config)
+}
+
+/// Redeems fresh tokens until one succeeds; returns how long that took.
+async fn time_to_recover(cache: &TokenCache, limit: Duration) -> Duration {
+    let started = Instant::now();
+    while started.elapsed() < limit {
+        if cache.redeem(&token()).await == Outcome::Fresh {
+            return started.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("no recovery within {limit:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_concurrent_redemptions_of_one_token_yield_one_fresh() {
+    let memcached = Memcached::start(&[]);
+    let cache = Arc::new(cache(&[&memcached], 1));
+    let spend = token();
+    let tasks: Vec<_> = (0..1000)
+        .map(|_| {
+            let cache = Arc::clone(&cache);
+            tokio::spawn(async move { cache.redeem(&spend).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    let fresh = outcomes.iter().filter(|o| **o == Outcome::Fresh).count();
+    let spent = outcomes.iter().filter(|o| **o == Outcome::Spent).count();
+    assert_eq!((fresh, spent), (1, 999), "{outcomes:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_tokens_each_spend_once() {
+    let memcached = Memcached::start(&[]);
+    let cache = Arc::new(cache(&[&memcached], 1));
+    let spends: Vec<Spend> = (0..500).map(|_| token()).collect();
+    for round in [Outcome::Fresh, Outcome::Spent] {
+        let tasks: Vec<_> = spends
+            .iter()
+            .map(|&spend| {
+                let cache = Arc::clone(&cache);
+                tokio::spawn(async move { cache.redeem(&spend).await })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), round);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_memcached_fails_closed_within_the_deadline_and_recovers() {
+    let mut memcached = Memcached::start(&[]);
+    let cache = cache(&[&memcached], 1);
+    assert_eq!(cache.redeem(&token()).await, Outcome::Fresh);
+
+    memcached.kill();
+    for _ in 0..20 {
+        let started = Instant::now();
+        assert_eq!(cache.redeem(&token()).await, Outcome::Unavailable);
+        assert!(started.elapsed() < DEADLINE * 3, "{:?}", started.elapsed());
+    }
+
+    memcached.restart();
+    let recovered = time_to_recover(&cache, Duration::from_secs(3)).await;
+    eprintln!("recovered {recovered:?} after memcached restarted");
+    assert!(recovered < Duration::from_secs(1), "{recovered:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopped_memcached_holds_deadlines_and_never_cross_talks_after() {
+    let memcached = Memcached::start(&[]);
+    let cache = Arc::new(cache(&[&memcached], 1));
+    assert_eq!(cache.redeem(&token()).await, Outcome::Fresh);
+
+    memcached.signal("STOP");
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let cache = Arc::clone(&cache);
+            tokio::spawn(async move {
+                let started = Instant::now();
+                (cache.redeem(&token()).await, started.elapsed())
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (outcome, took) = task.await.unwrap();
+        assert_eq!(outcome, Outcome::Unavailable);
+        assert!(took < DEADLINE * 3, "{took:?}");
+    }
+    memcached.signal("CONT");
+
+    // memcached now works through what was queued on the abandoned connections; every new
+    // spend must still get its own answer: fresh first, spent after.
+    time_to_recover(&cache, Duration::from_secs(3)).await;
+    let spends: Vec<Spend> = (0..300).map(|_| token()).collect();
+    for expected in [Outcome::Fresh, Outcome::Spent] {
+        let tasks: Vec<_> = spends
+            .iter()
+            .map(|&spend| {
+                let cache = Arc::clone(&cache);
+                tokio::spawn(async move { cache.redeem(&spend).await })
+            })
+            .collect();
+        for task in tasks {
+            assert_eq!(task.await.unwrap(), expected);
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn full_memcached_means_unavailable() {
+    let memcached = Memcached::start(&["-m", "2", "-M"]);
+    fill(&memcached.addr());
+    let cache = cache(&[&memcached], 1);
+    for _ in 0..10 {
+        assert_eq!(cache.redeem(&token()).await, Outcome::Unavailable);
+    }
+    let mut page = edgewise_daemon::metrics::Exposition::default();
+    cache.render(&mut page);
+    let page = page.finish();
+    assert!(
+        page.contains("edgewise_token_redemptions_total{outcome=\"unavailable\"} 10"),
+        "{page}"
+    );
+    let server_errors = format!(
+        "edgewise_memcached_server_errors_total{{server=\"{}\"}} 10\n",
+        memcached.addr()
+    );
+    assert!(page.contains(&server_errors), "{page}");
+}
+
+/// Stores values until memcached (run with -M) refuses for lack of memory: large ones first,
+/// then ones the size of a spend record, so that no slab class has room left.
+fn fill(addr: &str) {
+    use std::io::{BufRead, BufReader, Write};
+    let stream = std::net::TcpStream::connect(addr).unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut writer = stream;
+    for (size, limit) in [(100 * 1024, 1_000), (1, 1_000_000)] {
+        let value = vec![b'x'; size];
+        let full = (0..limit).any(|i| {
+            let key = format!("ew:pp:fill-{size}-{i:058}");
+            let mut command = format!("set {key} 0 0 {size}\r\n").into_bytes();
+            command.extend_from_slice(&value);
+            command.extend_from_slice(b"\r\n");
+            writer.write_all(&command).unwrap();
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            assert!(
+                line == "STORED\r\n" || line.starts_with("SERVER_ERROR out of memory"),
+                "{line}"
+            );
+            line.starts_with("SERVER_ERROR")
+        });
+        assert!(
+            full,
+            "memcached -M never ran out of memory for {size}-byte values"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replicated_spends_survive_one_restarted_empty_server() {
+    let mut servers = [
+        Memcached::start(&[]),
+        Memcached::start(&[]),
+        Memcached::start(&[]),
+    ];
+    let cache = cache(&servers.iter().collect::<Vec<_>>(), 3);
+    let spends: Vec<Spend> = (0..200).map(|_| token()).collect();
+    for spend in &spends {
+        assert_eq!(cache.redeem(spend).await, Outcome::Fresh);
+    }
+    servers[1].restart();
+    time_to_recover(&cache, Duration::from_secs(3)).await;
+    for spend in &spends {
+        assert_eq!(cache.redeem(spend).await, Outcome::Spent);
+    }
+    // With one server down, two of three still decide.
+    servers[2].kill();
+    let spend = token();
+    assert_eq!(cache.redeem(&spend).await, Outcome::Fresh);
+    assert_eq!(cache.redeem(&spend).await, Outcome::Spent);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_open_is_explicit_and_counted() {
+    let mut memcached = Memcached::start(&[]);
+    let config = TokensConfig {
+        fail_open: true,
+        memcached: MemcachedConfig {
+            servers: vec![memcached.addr()],
+            timeout_ms: 50,
+            ..MemcachedConfig::default()
+        },
+        ..TokensConfig::default()
+    };
+    let cache = TokenCache::start(&config);
+    memcached.kill();
+    assert_eq!(cache.redeem(&token()).await, Outcome::Fresh);
+    let mut page = edgewise_daemon::metrics::Exposition::default();
+    cache.render(&mut page);
+    let page = page.finish();
+    assert!(
+        page.contains("edgewise_token_redemptions_total{outcome=\"failed_open\"} 1"),
+        "{page}"
+    );
+    assert!(page.contains("edgewise_token_fail_open 1"), "{page}");
+}
