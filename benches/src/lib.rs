@@ -3,5 +3,9 @@
 //! `wasm32-wasip1` under Node) use them, so every target measures the same inputs and the same
 //! loops.
 
+pub mod batch;
+#[cfg(not(target_family = "wasm"))]
+pub mod loadgen;
 pub mod peers;
 pub mod workload;
+pub mod workspace;

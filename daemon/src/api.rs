@@ -31,10 +31,8 @@ pub struct App {
 impl App {
     /// Loads the secret and starts the token cache; call from within a Tokio runtime.
     pub fn start(config: &Config) -> anyhow::Result<App> {
-        Ok(App::new(
-            TokenCache::start(&config.tokens),
-            Auth::load(&config.api)?,
-        ))
+        let tokens = TokenCache::start(&config.tokens, &config.workspace)?;
+        Ok(App::new(tokens, Auth::load(&config.api)?))
     }
 
     /// An app from parts (tests, embedding).

@@ -23,6 +23,48 @@ pub struct Config {
     pub api: ApiConfig,
     /// The Privacy Pass token cache.
     pub tokens: TokensConfig,
+    /// Scrubbing of the reused scratch memory of hot paths.
+    pub workspace: WorkspaceSettings,
+}
+
+/// `[workspace]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkspaceSettings {
+    /// `full` zeroes every workspace entirely after each use, `shadow` does too but also runs
+    /// the sampled watermark verification, `watermark` zeroes only what was used.
+    pub scrub: String,
+    /// Verify about one in this many resets that nothing above the watermark was written
+    /// (0: never).
+    pub verify_one_in: u32,
+}
+
+impl Default for WorkspaceSettings {
+    fn default() -> Self {
+        WorkspaceSettings {
+            scrub: "watermark".into(),
+            verify_one_in: edgewise::DEFAULT_VERIFY_ONE_IN,
+        }
+    }
+}
+
+impl WorkspaceSettings {
+    /// The scrub mode, or why the name is wrong.
+    pub fn mode(&self) -> anyhow::Result<edgewise::ScrubMode> {
+        edgewise::ScrubMode::from_name(&self.scrub).ok_or_else(|| {
+            anyhow::anyhow!(
+                "workspace.scrub: {:?} is not one of full, shadow, watermark",
+                self.scrub
+            )
+        })
+    }
+
+    /// A workspace configuration of `size` bytes with these settings.
+    pub fn config(&self, size: usize) -> anyhow::Result<edgewise::WorkspaceConfig> {
+        Ok(edgewise::WorkspaceConfig::new(size)
+            .with_mode(self.mode()?)
+            .with_verify_one_in(self.verify_one_in))
+    }
 }
 
 /// `[server]` table.
@@ -140,6 +182,47 @@ impl Default for MemcachedConfig {
     }
 }
 
+impl TokensConfig {
+    fn validate(&self) -> anyhow::Result<()> {
+        let prefix = &self.key_prefix;
+        if prefix.len() > 100 || !prefix.bytes().all(|b| b.is_ascii_graphic()) {
+            anyhow::bail!(
+                "tokens.key_prefix: {prefix:?} must be at most 100 printable ASCII characters \
+                 without spaces (it starts memcached keys)"
+            );
+        }
+        let m = &self.memcached;
+        for server in &m.servers {
+            let port = server
+                .rsplit_once(':')
+                .map(|(host, port)| (host, port.parse::<u16>()));
+            if !matches!(port, Some((host, Ok(_))) if !host.is_empty()) {
+                anyhow::bail!("tokens.memcached.servers: {server:?} is not host:port");
+            }
+        }
+        if !m.servers.is_empty() && !(1..=m.servers.len()).contains(&m.replicas) {
+            anyhow::bail!(
+                "tokens.memcached.replicas: {} must be between 1 and the number of servers ({})",
+                m.replicas,
+                m.servers.len()
+            );
+        }
+        for (name, value) in [
+            ("connections", m.connections),
+            ("queue_depth", m.queue_depth),
+            ("max_batch", m.max_batch),
+        ] {
+            if value == 0 {
+                anyhow::bail!("tokens.memcached.{name} must be at least 1");
+            }
+        }
+        if m.timeout_ms == 0 {
+            anyhow::bail!("tokens.memcached.timeout_ms must be at least 1");
+        }
+        Ok(())
+    }
+}
+
 impl MemcachedConfig {
     /// The per-redemption deadline.
     pub fn timeout(&self) -> Duration {
@@ -207,6 +290,7 @@ impl Config {
             None => Config::default(),
         };
         config.apply(overrides);
+        config.validate()?;
         Ok(config)
     }
 
@@ -232,6 +316,12 @@ impl Config {
         if let Some(fail_open) = o.tokens_fail_open {
             self.tokens.fail_open = fail_open;
         }
+    }
+
+    /// Checks what the types cannot: names, ranges, addresses.
+    pub fn validate(&self) -> anyhow::Result<()> {
+        self.workspace.mode()?;
+        self.tokens.validate()
     }
 
     /// The drain deadline after a shutdown signal.

@@ -14,13 +14,16 @@ mod server;
 mod shutdown;
 mod telemetry;
 mod tokencache;
+mod workspaces;
 
 pub use api::{App, router};
 pub use auth::Auth;
 pub use config::{
-    ApiConfig, Config, LogConfig, LogFormat, MemcachedConfig, Overrides, ServerConfig, TokensConfig,
+    ApiConfig, Config, LogConfig, LogFormat, MemcachedConfig, Overrides, ServerConfig,
+    TokensConfig, WorkspaceSettings,
 };
 pub use server::Server;
 pub use shutdown::signal as shutdown_signal;
 pub use telemetry::init as init_telemetry;
 pub use tokencache::{Outcome, Spend, TokenCache};
+pub use workspaces::{PooledWorkspace, WorkspacePool};

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 pub use self::{embedded::Embedded, memcached::Memcached};
 use crate::{
-    config::TokensConfig,
+    config::{TokensConfig, WorkspaceSettings},
     metrics::{Counter, Exposition, Histogram},
 };
 
@@ -91,7 +91,10 @@ const MIN_TTL: u64 = 60;
 impl TokenCache {
     /// Starts the configured backend (memcached if servers are listed, else the embedded store)
     /// and says which one at warn level when it is not production-grade.
-    pub fn start(config: &TokensConfig) -> TokenCache {
+    pub fn start(
+        config: &TokensConfig,
+        workspace: &WorkspaceSettings,
+    ) -> anyhow::Result<TokenCache> {
         let backend = if config.memcached.servers.is_empty() {
             tracing::warn!(
                 "token cache: no memcached configured, using the EMBEDDED in-process store; \
@@ -99,7 +102,7 @@ impl TokenCache {
             );
             Backend::Embedded(Embedded::new(config.embedded_max_records))
         } else {
-            let memcached = Memcached::start(&config.memcached, &config.key_prefix);
+            let memcached = Memcached::start(&config.memcached, &config.key_prefix, workspace)?;
             tracing::info!(backend = %memcached.describe(), "token cache");
             Backend::Memcached(memcached)
         };
@@ -109,13 +112,13 @@ impl TokenCache {
                  and may be spent more than once"
             );
         }
-        TokenCache {
+        Ok(TokenCache {
             backend,
             fail_open: config.fail_open,
             default_ttl: config.default_ttl_secs,
             max_ttl: config.max_ttl_secs.max(MIN_TTL),
             counters: OutcomeCounters::default(),
-        }
+        })
     }
 
     /// Spends `spend` once; see the module docs for the policy.

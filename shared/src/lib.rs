@@ -18,6 +18,8 @@ extern crate alloc;
 mod error;
 mod headers;
 mod origin;
+mod privacypass;
+mod workspace;
 
 pub use error::Error;
 pub use headers::{
@@ -25,3 +27,13 @@ pub use headers::{
     HeaderNames, HeaderSet,
 };
 pub use origin::{Origin, Scheme};
+#[cfg(feature = "issuer")]
+pub use privacypass::Issuer;
+pub use privacypass::{
+    IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge, TokenError,
+    Verifier, spend_key, spend_key_from_fields, www_authenticate,
+};
+pub use workspace::{
+    Arena, ArenaWriter, DEFAULT_VERIFY_ONE_IN, DEFAULT_WORKSPACE_SIZE, RequestScope, ResetReport,
+    ScrubMode, VerifyFailure, Workspace, WorkspaceConfig, WorkspaceOverflow, WorkspaceStats,
+};

@@ -135,3 +135,15 @@ test("an invalid list makes the worker answer 500, never crash", async () => {
     }
   }
 });
+
+test("header names beyond the request workspace get a clean 431, not a crash", async () => {
+  const w = await worker();
+  const many = Array.from({ length: 2500 }, (_, i) => [`x-filler-header-number-${String(i).padStart(6, "0")}`, "1"]);
+  const res = await w.dispatchFetch("http://edge.test/echo", { headers: many });
+  assert.equal(res.status, 431);
+  assert.equal(await res.text(), "edgewise: request headers too large");
+  // The isolate keeps serving, with a scrubbed workspace.
+  const ok = await w.dispatchFetch("http://edge.test/echo", { headers: [["x-edgewise-route", "z"]] });
+  assert.equal(ok.status, 200);
+  assert.equal((await ok.json()).headers["x-edgewise-route"], undefined);
+});

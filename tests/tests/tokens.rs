@@ -9,7 +9,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use edgewise_daemon::{MemcachedConfig, Outcome, Spend, TokenCache, TokensConfig};
+use edgewise_daemon::{
+    MemcachedConfig, Outcome, Spend, TokenCache, TokensConfig, WorkspaceSettings,
+};
 use edgewise_tests::Memcached;
 
 const DEADLINE: Duration = Duration::from_millis(100);
@@ -39,7 +41,7 @@ fn cache(servers: &[&Memcached], replicas: usize) -> TokenCache {
         },
         ..TokensConfig::default()
     };
-    TokenCache::start(&config)
+    TokenCache::start(&config, &WorkspaceSettings::default()).unwrap()
 }
 
 /// Redeems fresh tokens until one succeeds; returns how long that took.
@@ -241,7 +243,7 @@ async fn fail_open_is_explicit_and_counted() {
         },
         ..TokensConfig::default()
     };
-    let cache = TokenCache::start(&config);
+    let cache = TokenCache::start(&config, &WorkspaceSettings::default()).unwrap();
     memcached.kill();
     assert_eq!(cache.redeem(&token()).await, Outcome::Fresh);
     let mut page = edgewise_daemon::metrics::Exposition::default();

@@ -9,7 +9,7 @@ use std::hint::black_box;
 
 use worker::{Headers, Request, RequestInit, Response, js_sys::Date};
 
-use crate::{config::Config, strip};
+use crate::{config::Config, scratch, strip};
 
 const PATH: &str = "/__edgewise/bench/strip";
 
@@ -33,7 +33,14 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
         }
         (Date::now() - start) * 1000.0 / f64::from(n)
     };
-    let decide = per_op(&mut || drop(black_box(strip::matches(set, &headers))));
+    // Each decision runs in a request workspace and includes its scrub, as requests do.
+    let mut workspace = scratch::take(config.scrub);
+    let mut decide_in_workspace = |headers: &web_sys::Headers| {
+        let mut scope = workspace.begin();
+        let mut arena = scope.arena();
+        black_box(strip::matches(set, headers, &mut arena).is_ok());
+    };
+    let decide = per_op(&mut || decide_in_workspace(&headers));
     let names_only = per_op(&mut || drop(black_box(strip::header_names(&headers))));
     let copy = per_op(&mut || drop(black_box(Headers(headers.clone()).clone())));
     let headers = &headers;
@@ -42,7 +49,10 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
             let mut init = RequestInit::new();
             init.with_headers(Headers(headers.clone()));
             if let Ok(upstream) = Request::new_with_init("http://upstream.invalid/", &init) {
-                if let (true, Some(m)) = (delete, strip::matches(set, headers)) {
+                let mut workspace = scratch::take(config.scrub);
+                let mut scope = workspace.begin();
+                let mut arena = scope.arena();
+                if let (true, Ok(Some(m))) = (delete, strip::matches(set, headers, &mut arena)) {
                     m.delete_from(&upstream.inner().headers());
                 }
                 black_box(upstream);

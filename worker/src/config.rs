@@ -8,9 +8,11 @@ use std::{cell::OnceCell, rc::Rc};
 
 use edgewise::{
     DEFAULT_INTERNAL_REQUEST_HEADERS, DEFAULT_INTERNAL_RESPONSE_HEADERS, DEFAULT_LIST_TOKEN,
-    HeaderSet, Origin,
+    HeaderSet, Origin, ScrubMode,
 };
 use worker::Env;
+
+use crate::token::TokenPolicy;
 
 /// Base URL requests are forwarded to.
 const ORIGIN_URL: &str = "ORIGIN_URL";
@@ -18,12 +20,18 @@ const ORIGIN_URL: &str = "ORIGIN_URL";
 const INTERNAL_HEADERS: &str = "INTERNAL_HEADERS";
 /// Header names stripped from origin responses before they are returned.
 const INTERNAL_RESPONSE_HEADERS: &str = "INTERNAL_RESPONSE_HEADERS";
+/// How request workspaces are scrubbed.
+const WORKSPACE_SCRUB: &str = "WORKSPACE_SCRUB";
 
 #[derive(Debug)]
 pub(crate) struct Config {
     pub(crate) origin: Origin,
     pub(crate) request_strip: HeaderSet,
     pub(crate) response_strip: HeaderSet,
+    /// Present when some paths require a Privacy Pass token.
+    pub(crate) tokens: Option<TokenPolicy>,
+    /// How request workspaces are scrubbed.
+    pub(crate) scrub: ScrubMode,
 }
 
 thread_local! {
@@ -50,7 +58,19 @@ impl Config {
                 INTERNAL_RESPONSE_HEADERS,
                 DEFAULT_INTERNAL_RESPONSE_HEADERS,
             )?,
+            tokens: TokenPolicy::from_env(env)?,
+            scrub: scrub_mode(env)?,
         })
+    }
+}
+
+/// `full`, `shadow` or `watermark` (the default).
+fn scrub_mode(env: &Env) -> Result<ScrubMode, String> {
+    match var(env, WORKSPACE_SCRUB) {
+        None => Ok(ScrubMode::Watermark),
+        Some(name) => ScrubMode::from_name(name.trim()).ok_or_else(|| {
+            format!("{WORKSPACE_SCRUB}: {name:?} is not one of full, shadow, watermark")
+        }),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Why a request could not be forwarded, and the answer the client gets for it.
 
-use std::fmt;
+use std::{fmt, rc::Rc};
 
+use edgewise::TokenError;
 use worker::{Response, Result};
 
 /// A request that could not be served. The client sees only a short fixed reason; the detail
@@ -18,6 +19,16 @@ pub(crate) enum Failure {
     Origin(String),
     /// The runtime refused to build the upstream request.
     Internal(String),
+    /// The request's header names do not fit the request workspace.
+    HeadersTooLarge(&'static str),
+    /// A token-protected path without a token; carries the `WWW-Authenticate` challenge.
+    TokenMissing(Rc<str>),
+    /// A token that does not verify (the reason is logged, not sent).
+    TokenInvalid(TokenError, Rc<str>),
+    /// A valid token spent before.
+    TokenSpent(Rc<str>),
+    /// The daemon could not say whether the token is fresh: refuse (fail closed).
+    TokenUnavailable(String),
 }
 
 impl Failure {
@@ -26,6 +37,9 @@ impl Failure {
             Failure::Config(_) | Failure::Internal(_) => 500,
             Failure::BadRequest(_) | Failure::Target(_) => 400,
             Failure::Origin(_) => 502,
+            Failure::TokenMissing(_) | Failure::TokenInvalid(..) | Failure::TokenSpent(_) => 401,
+            Failure::TokenUnavailable(_) => 503,
+            Failure::HeadersTooLarge(_) => 431,
         }
     }
 
@@ -35,14 +49,31 @@ impl Failure {
             Failure::BadRequest(_) | Failure::Target(_) => "edgewise: request cannot be forwarded",
             Failure::Origin(_) => "edgewise: origin unreachable",
             Failure::Internal(_) => "edgewise: internal error",
+            Failure::TokenMissing(_) => "edgewise: token required",
+            Failure::TokenInvalid(..) => "edgewise: token rejected",
+            Failure::TokenSpent(_) => "edgewise: token already spent",
+            Failure::TokenUnavailable(_) => "edgewise: token check unavailable",
+            Failure::HeadersTooLarge(_) => "edgewise: request headers too large",
+        }
+    }
+
+    /// A fresh challenge goes with every 401, so the client can fetch a token and retry.
+    fn challenge(&self) -> Option<&str> {
+        match self {
+            Failure::TokenMissing(c) | Failure::TokenInvalid(_, c) | Failure::TokenSpent(c) => {
+                Some(c)
+            }
+            _ => None,
         }
     }
 
     pub(crate) fn response(&self) -> Result<Response> {
         let mut response = Response::error(self.public_reason(), self.status())?;
-        response
-            .headers_mut()
-            .set("content-type", "text/plain; charset=utf-8")?;
+        let headers = response.headers_mut();
+        headers.set("content-type", "text/plain; charset=utf-8")?;
+        if let Some(challenge) = self.challenge() {
+            headers.set("www-authenticate", challenge)?;
+        }
         Ok(response)
     }
 }
@@ -55,6 +86,11 @@ impl fmt::Display for Failure {
             Failure::Target(d) => ("bad request", d),
             Failure::Origin(d) => ("origin", d),
             Failure::Internal(d) => ("internal", d),
+            Failure::TokenMissing(_) => ("token", &"no Authorization header"),
+            Failure::TokenInvalid(e, _) => ("token", e),
+            Failure::TokenSpent(_) => ("token", &"spent before (double spend refused)"),
+            Failure::TokenUnavailable(d) => ("token cache", d),
+            Failure::HeadersTooLarge(d) => ("request headers", d),
         };
         write!(f, "{} ({what}): {detail}", self.status())
     }

@@ -17,9 +17,12 @@ use worker::{
 mod bench;
 mod config;
 mod failure;
+mod scratch;
 mod strip;
+mod token;
 
 use config::Config;
+use edgewise::Arena;
 use failure::Failure;
 
 #[event(fetch)]
@@ -46,25 +49,42 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
         .origin
         .upstream_url(url.path(), url.query())
         .map_err(Failure::Target)?;
-    let upstream = upstream_request(&req, &target, &config)?;
+    // Dropped last, on every path out of this function: the scope scrubs the workspace, then
+    // the workspace goes back to the isolate's free list.
+    let mut workspace = scratch::take(config.scrub);
+    let mut scope = workspace.begin();
+    let mut arena = scope.arena();
+    let token_checked = match &config.tokens {
+        Some(policy) if policy.applies(url.path()) => {
+            policy.admit(req.headers(), &mut arena).await?;
+            true
+        }
+        _ => false,
+    };
+    let upstream = upstream_request(&req, &target, &config, token_checked, &mut arena)?;
     let response = Fetch::Request(upstream)
         .send()
         .await
         .map_err(|e| Failure::Origin(e.to_string()))?;
-    Ok(strip::response(&config.response_strip, response))
+    strip::response(&config.response_strip, response, &mut arena)
+        .map_err(|e| Failure::Internal(e.to_owned()))
 }
 
 /// Builds the outbound request. The runtime copies the incoming headers into it, and internal
 /// ones are deleted from that copy; the body is handed over as the incoming JS stream, so it is
-/// never copied into Wasm memory; redirects go back to the client as they came.
+/// never copied into Wasm memory; redirects go back to the client as they came. The token of a
+/// token-checked request is the client's credential for edgewise, not for the origin: dropped.
 fn upstream_request(
     req: &Request,
     target: &str,
     config: &Config,
+    token_checked: bool,
+    arena: &mut Arena<'_>,
 ) -> std::result::Result<Request, Failure> {
     // A handle to the incoming headers, not a copy of them.
     let incoming = req.inner().headers();
-    let internal = strip::matches(&config.request_strip, &incoming);
+    let internal = strip::matches(&config.request_strip, &incoming, arena)
+        .map_err(Failure::HeadersTooLarge)?;
     let mut init = RequestInit::new();
     init.with_method(req.method())
         .with_headers(Headers(incoming))
@@ -72,8 +92,14 @@ fn upstream_request(
         .with_body(req.inner().body().map(JsValue::from));
     let upstream =
         Request::new_with_init(target, &init).map_err(|e| Failure::Internal(e.to_string()))?;
+    let outbound = upstream.inner().headers();
     if let Some(internal) = internal {
-        internal.delete_from(&upstream.inner().headers());
+        internal.delete_from(&outbound);
+    }
+    if token_checked {
+        outbound
+            .delete("authorization")
+            .map_err(|e| Failure::Internal(format!("{e:?}")))?;
     }
     Ok(upstream)
 }

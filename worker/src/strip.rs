@@ -10,7 +10,7 @@
 //! the request's headers are never copied by us (the runtime copies them into the outbound
 //! request anyway), and matches are deleted from that copy.
 
-use edgewise::{HeaderNames, HeaderSet};
+use edgewise::{Arena, ArenaWriter, HeaderNames, HeaderSet};
 use wasm_bindgen::prelude::wasm_bindgen;
 
 #[wasm_bindgen(inline_js = r#"
@@ -18,6 +18,14 @@ export function header_names(headers) {
   let names = "";
   for (const name of headers.keys()) names += name + "\n";
   return names;
+}
+const encoder = new TextEncoder();
+export function header_names_into(headers, buf) {
+  const names = header_names(headers);
+  // Header names are HTTP tokens, ASCII: one byte per character.
+  if (names.length > buf.length) return -names.length;
+  const { read, written } = encoder.encodeInto(names, buf);
+  return read === names.length ? written : -names.length * 3;
 }
 export function delete_headers(headers, names) {
   for (const name of names.split("\n")) if (name) headers.delete(name);
@@ -32,17 +40,20 @@ export function strip_response(response, names) {
 extern "C" {
     /// All header names, newline-joined: the one crossing from JS.
     pub(crate) fn header_names(headers: &web_sys::Headers) -> String;
+    /// The same, written straight into `buf` (a view of Wasm memory); returns the length, or
+    /// minus the room needed if `buf` is too small.
+    fn header_names_into(headers: &web_sys::Headers, buf: &mut [u8]) -> i32;
     fn delete_headers(headers: &web_sys::Headers, names: &str);
     fn strip_response(response: &web_sys::Response, names: &str) -> web_sys::Response;
 }
 
 /// Header names as they crossed from JS, and the names to delete on the way back.
-struct Crossing {
-    names: String,
-    delete: String,
+struct Crossing<'a, 'w> {
+    names: &'w str,
+    delete: ArenaWriter<'a, 'w>,
 }
 
-impl HeaderNames for Crossing {
+impl HeaderNames for Crossing<'_, '_> {
     fn each_name(&self, f: &mut dyn FnMut(&[u8])) {
         self.names
             .split('\n')
@@ -51,43 +62,82 @@ impl HeaderNames for Crossing {
     }
 
     fn remove_all(&mut self, name: &[u8]) {
-        // Names are slices of a String cut at '\n', so always UTF-8.
-        if let Ok(name) = std::str::from_utf8(name) {
-            self.delete.push_str(name);
-            self.delete.push('\n');
-        }
+        // A name that does not fit poisons the writer; `commit` then reports it.
+        let _ = self.delete.push(name);
+        let _ = self.delete.push_byte(b'\n');
     }
 }
 
-/// Names of internal headers found in a request or response, newline-joined.
+/// Names of internal headers found in a request or response, newline-joined, in the request's
+/// workspace.
 #[derive(Debug)]
-pub(crate) struct Matches(String);
+pub(crate) struct Matches<'w>(&'w str);
+
+/// Room first offered for the names: typical requests need a few hundred bytes.
+const NAMES_ROOM: usize = 1024;
 
 /// The names among `headers` that `set` matches; `None` if there are none (or the set is
-/// empty, which skips the crossing altogether).
-pub(crate) fn matches(set: &HeaderSet, headers: &web_sys::Headers) -> Option<Matches> {
+/// empty, which skips the crossing altogether). `Err` if the workspace is exhausted.
+pub(crate) fn matches<'w>(
+    set: &HeaderSet,
+    headers: &web_sys::Headers,
+    arena: &mut Arena<'w>,
+) -> Result<Option<Matches<'w>>, &'static str> {
     if set.is_empty() {
-        return None;
+        return Ok(None);
     }
+    let names = names_into(headers, arena)?;
     let mut crossing = Crossing {
-        names: header_names(headers),
-        delete: String::new(),
+        names,
+        delete: arena.writer(),
     };
-    (set.strip(&mut crossing) > 0).then_some(Matches(crossing.delete))
+    if set.strip(&mut crossing) == 0 {
+        return Ok(None);
+    }
+    let delete = crossing.delete.commit().ok_or("workspace full")?;
+    // Built from slices of `names` and newlines: UTF-8.
+    let delete = std::str::from_utf8(delete).map_err(|_| "header names not UTF-8")?;
+    Ok(Some(Matches(delete)))
 }
 
-impl Matches {
+/// Copies the header names from JS straight into the workspace.
+fn names_into<'w>(
+    headers: &web_sys::Headers,
+    arena: &mut Arena<'w>,
+) -> Result<&'w str, &'static str> {
+    let mut room = NAMES_ROOM;
+    loop {
+        let mut writer = arena.writer();
+        let written = header_names_into(headers, writer.spare(room));
+        if let Ok(len) = usize::try_from(written) {
+            writer.advance(len).map_err(|_| "workspace full")?;
+            let names = writer.commit().ok_or("workspace full")?;
+            return std::str::from_utf8(names).map_err(|_| "header names not UTF-8");
+        }
+        let needed = written.unsigned_abs() as usize;
+        if needed <= room || needed > writer.remaining() {
+            return Err("header names larger than the workspace");
+        }
+        room = needed;
+    }
+}
+
+impl Matches<'_> {
     /// Deletes the matched names from a mutable `Headers`.
     pub(crate) fn delete_from(&self, headers: &web_sys::Headers) {
-        delete_headers(headers, &self.0);
+        delete_headers(headers, self.0);
     }
 }
 
 /// The origin's response without internal headers; the same response if it has none.
-pub(crate) fn response(set: &HeaderSet, response: worker::Response) -> worker::Response {
+pub(crate) fn response(
+    set: &HeaderSet,
+    response: worker::Response,
+    arena: &mut Arena<'_>,
+) -> Result<worker::Response, &'static str> {
     let inner = web_sys::Response::from(response);
-    match matches(set, &inner.headers()) {
-        Some(Matches(names)) => strip_response(&inner, &names).into(),
+    Ok(match matches(set, &inner.headers(), arena)? {
+        Some(Matches(names)) => strip_response(&inner, names).into(),
         None => inner.into(),
-    }
+    })
 }

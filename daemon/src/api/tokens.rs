@@ -60,7 +60,7 @@ fn parse(body: &[u8]) -> Result<Spend, String> {
     let key_id = hex32(&request.token_key_id).ok_or("token_key_id must be 64 hex digits")?;
     let nonce = hex32(&request.nonce).ok_or("nonce must be 64 hex digits")?;
     Ok(Spend {
-        key: spend_key_stand_in(request.token_type, &key_id, &nonce),
+        key: edgewise::spend_key_from_fields(request.token_type, &key_id, &nonce),
         not_after: request.not_after,
     })
 }
@@ -84,14 +84,4 @@ fn nibble(c: u8) -> Option<u8> {
         b'A'..=b'F' => Some(c - b'A' + 10),
         _ => None,
     }
-}
-
-// STAND-IN until shared::privacypass lands.
-fn spend_key_stand_in(t: u16, k: &[u8; 32], n: &[u8; 32]) -> [u8; 32] {
-    let mut out = *n;
-    out[0] ^= t as u8;
-    for (o, b) in out.iter_mut().zip(k) {
-        *o ^= b;
-    }
-    out
 }

@@ -68,3 +68,32 @@ fn example_file_documents_the_defaults() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/edgewised.example.toml");
     assert_eq!(Config::from_file(&path).unwrap(), Config::default());
 }
+
+#[test]
+fn token_and_workspace_settings_are_validated() {
+    let bad = [
+        ("[tokens]\nkey_prefix = \"has space\"", "key_prefix"),
+        ("[tokens.memcached]\nservers = [\"nohost\"]", "host:port"),
+        (
+            "[tokens.memcached]\nservers = [\"a:1\"]\nreplicas = 2",
+            "replicas",
+        ),
+        (
+            "[tokens.memcached]\nservers = [\"a:1\"]\nmax_batch = 0",
+            "max_batch",
+        ),
+        ("[tokens.memcached]\ntimeout_ms = 0", "timeout_ms"),
+        ("[workspace]\nscrub = \"sometimes\"", "workspace.scrub"),
+    ];
+    for (text, needle) in bad {
+        let error = Config::from_toml(text).and_then(|c| c.validate().map(|()| c));
+        let message = format!("{:#}", error.unwrap_err());
+        assert!(message.contains(needle), "{text}: {message}");
+    }
+    let good = Config::from_toml(
+        "[tokens.memcached]\nservers = [\"10.0.0.1:11211\", \"mc.local:11211\", \"[::1]:11211\"]\nreplicas = 3\n[workspace]\nscrub = \"Shadow\"",
+    )
+    .unwrap();
+    good.validate().unwrap();
+    assert_eq!(good.workspace.mode().unwrap(), edgewise::ScrubMode::Shadow);
+}

@@ -24,7 +24,11 @@ use tokio::{
 
 use self::conn::{Job, Link, Verdict};
 use super::{Decision, Fault};
-use crate::{config::MemcachedConfig, metrics::Exposition};
+use crate::{
+    config::{MemcachedConfig, WorkspaceSettings},
+    metrics::Exposition,
+    workspaces::WorkspacePool,
+};
 
 /// A started memcached client; dropping it closes the queues and stops its tasks.
 #[derive(Debug)]
@@ -34,6 +38,15 @@ pub struct Memcached {
     replicas: usize,
     timeout: Duration,
     pollers: Vec<JoinHandle<()>>,
+    workspaces: Arc<WorkspacePool>,
+}
+
+/// Room for a full batch of commands (each ~110 bytes plus the key prefix) and of replies (a
+/// `HD O<n>` line each, or up to a `SERVER_ERROR` line), rounded up to whole pages.
+fn workspace_size(max_batch: usize, prefix_len: usize) -> usize {
+    let commands = max_batch * (prefix_len + 112);
+    let replies = max_batch * 64 + proto::MAX_LINE;
+    (commands + replies + 4096).next_multiple_of(4096)
 }
 
 #[derive(Debug)]
@@ -44,24 +57,31 @@ struct Server {
 
 impl Memcached {
     /// Spawns the connections and stats pollers; call from within a Tokio runtime.
-    pub(crate) fn start(config: &MemcachedConfig, prefix: &str) -> Memcached {
+    pub(crate) fn start(
+        config: &MemcachedConfig,
+        prefix: &str,
+        workspace: &WorkspaceSettings,
+    ) -> anyhow::Result<Memcached> {
+        let size = workspace_size(config.max_batch, prefix.len());
+        let workspaces = WorkspacePool::new("memcached", workspace.config(size)?);
         let prefix: Arc<str> = Arc::from(prefix);
         let servers: Vec<Server> = config
             .servers
             .iter()
-            .map(|addr| Server::start(addr, &prefix, config))
+            .map(|addr| Server::start(addr, &prefix, config, &workspaces))
             .collect();
         let pollers = servers
             .iter()
             .map(|s| tokio::spawn(stats::poll(Arc::clone(&s.link), config.stats_interval())))
             .collect();
-        Memcached {
+        Ok(Memcached {
             seeds: config.servers.iter().map(|a| ring::seed(a)).collect(),
             replicas: config.replicas.clamp(1, servers.len().max(1)),
             timeout: config.timeout(),
             servers,
             pollers,
-        }
+            workspaces,
+        })
     }
 
     /// Records a spend on its owners; see the module docs for the vote.
@@ -93,6 +113,7 @@ impl Memcached {
             .iter()
             .map(|s| (s.link.addr.as_str(), &*s.link.counters));
         counters::render(page, servers);
+        WorkspacePool::render(page, &[&self.workspaces]);
     }
 
     pub(crate) fn describe(&self) -> String {
@@ -110,7 +131,12 @@ impl Drop for Memcached {
 }
 
 impl Server {
-    fn start(addr: &str, prefix: &Arc<str>, config: &MemcachedConfig) -> Server {
+    fn start(
+        addr: &str,
+        prefix: &Arc<str>,
+        config: &MemcachedConfig,
+        workspaces: &Arc<WorkspacePool>,
+    ) -> Server {
         let (queue, receiver) = mpsc::channel(config.queue_depth.max(1));
         let link = Arc::new(Link {
             addr: addr.to_owned(),
@@ -119,6 +145,7 @@ impl Server {
             max_batch: config.max_batch.max(1),
             queue: Arc::new(Mutex::new(receiver)),
             counters: Arc::default(),
+            workspaces: Arc::clone(workspaces),
         });
         for _ in 0..config.connections.max(1) {
             tokio::spawn(conn::run(Arc::clone(&link)));

@@ -12,11 +12,14 @@ use tokio::{
     time::{Instant, timeout, timeout_at},
 };
 
+use edgewise::{Arena, ArenaWriter};
+
 use super::{
     super::Fault,
     counters::ServerCounters,
-    proto::{self, Key, ProtocolError, Reply},
+    proto::{self, Key, Reply},
 };
+use crate::workspaces::{PooledWorkspace, WorkspacePool};
 
 /// A spend waiting for a connection.
 #[derive(Debug)]
@@ -49,6 +52,7 @@ pub(crate) struct Link {
     pub(crate) max_batch: usize,
     pub(crate) queue: Queue,
     pub(crate) counters: Arc<ServerCounters>,
+    pub(crate) workspaces: Arc<WorkspacePool>,
 }
 
 /// Keeps one connection to `link.addr` alive until the queue closes, reconnecting with backoff.
@@ -123,22 +127,24 @@ pub(crate) enum Ended {
     Failed(String),
 }
 
-/// The per-connection state: reusable buffers and the opaque sequence.
+/// The per-connection state: the batch in flight, a workspace for its bytes, and the opaque
+/// sequence.
 pub(crate) struct Conn<'a> {
     link: &'a Link,
     batch: VecDeque<Job>,
-    out: String,
-    input: Vec<u8>,
+    workspace: PooledWorkspace,
     opaque: u32,
 }
+
+/// Bytes asked of the socket per read.
+const READ_CHUNK: usize = 4096;
 
 impl<'a> Conn<'a> {
     pub(crate) fn new(link: &'a Link) -> Self {
         Conn {
             link,
             batch: VecDeque::with_capacity(link.max_batch),
-            out: String::with_capacity(link.max_batch * 96),
-            input: Vec::with_capacity(4096),
+            workspace: link.workspaces.take(),
             opaque: 0,
         }
     }
@@ -184,31 +190,61 @@ impl<'a> Conn<'a> {
         }
     }
 
-    /// Sends the batch in one write and hands each reply to its job, in order.
+    /// Runs one batch in a workspace scope, which scrubs the commands and replies (spend keys)
+    /// when the batch is over, however it ends.
     async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
         stream: &mut S,
     ) -> Result<(), String> {
-        let first = self.opaque;
-        self.encode_batch();
+        let mut scope = self.workspace.begin();
+        let mut batch = Batch {
+            link: self.link,
+            jobs: &mut self.batch,
+            opaque: &mut self.opaque,
+            arena: scope.arena(),
+        };
+        let result = batch.run(stream).await;
+        let report = scope.reset();
+        self.workspace.pool().record(&report);
+        result
+    }
+}
+
+/// One batch's exchange, its bytes in the workspace arena.
+struct Batch<'c, 'w> {
+    link: &'c Link,
+    jobs: &'c mut VecDeque<Job>,
+    opaque: &'c mut u32,
+    arena: Arena<'w>,
+}
+
+impl<'w> Batch<'_, 'w> {
+    /// Sends the batch in one write and hands each reply to its job, in order.
+    async fn run<S: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        stream: &mut S,
+    ) -> Result<(), String> {
+        let first = *self.opaque;
         let deadline = Instant::now() + self.link.io_timeout;
+        let commands = self.encode()?;
         self.link.counters.writes.inc();
-        self.link.counters.commands.add(self.batch.len() as u64);
-        timeout_at(deadline, stream.write_all(self.out.as_bytes()))
+        self.link.counters.commands.add(self.jobs.len() as u64);
+        timeout_at(deadline, stream.write_all(commands))
             .await
             .map_err(|_| "write timed out".to_owned())?
             .map_err(|e| format!("write: {e}"))?;
 
-        self.input.clear();
+        let link = self.link;
+        let mut input = self.arena.writer();
         let mut used = 0;
         let mut expected = first;
-        while !self.batch.is_empty() {
-            let (reply, len) = self.read_reply(stream, used, deadline).await?;
+        while !self.jobs.is_empty() {
+            let (reply, len) = read_reply(link, stream, &mut input, used, deadline).await?;
             used += len;
-            let Some(job) = self.batch.pop_front() else {
+            let Some(job) = self.jobs.pop_front() else {
                 break;
             };
-            let verdict = self.judge(reply, expected);
+            let verdict = judge(link, reply, expected);
             expected = expected.wrapping_add(1);
             let failed = matches!(&verdict, Err(Fault::Connection(_)));
             let _ = job.reply.send(verdict.clone());
@@ -216,70 +252,80 @@ impl<'a> Conn<'a> {
                 return Err(format!("{:?}", verdict.err()));
             }
         }
-        if used != self.input.len() {
+        if used != input.len() {
             return Err("memcached sent more replies than commands".to_owned());
         }
         Ok(())
     }
 
-    fn encode_batch(&mut self) {
-        self.out.clear();
-        for job in &self.batch {
+    /// All of the batch's commands, contiguous, for one write.
+    fn encode(&mut self) -> Result<&'w [u8], String> {
+        let mut out = self.arena.writer();
+        for job in self.jobs.iter() {
             let key = Key {
                 prefix: &self.link.prefix,
                 spend: &job.spend,
             };
-            proto::encode_spend(&mut self.out, key, job.exptime, self.opaque);
-            self.opaque = self.opaque.wrapping_add(1);
+            proto::encode_spend(&mut out, key, job.exptime, *self.opaque);
+            *self.opaque = self.opaque.wrapping_add(1);
+        }
+        out.commit()
+            .map(|bytes| &*bytes)
+            .ok_or_else(|| "batch larger than its workspace".to_owned())
+    }
+}
+
+/// Maps one reply to a verdict; an out-of-step opaque poisons the connection.
+fn judge(link: &Link, reply: Reply, expected: u32) -> Result<Verdict, Fault> {
+    let counters = &link.counters;
+    match reply {
+        Reply::Stored { opaque } if opaque == expected => {
+            counters.stored.inc();
+            Ok(Verdict::Stored)
+        }
+        Reply::NotStored { opaque } if opaque == expected => {
+            counters.not_stored.inc();
+            Ok(Verdict::Exists)
+        }
+        Reply::Stored { opaque } | Reply::NotStored { opaque } => Err(Fault::Connection(format!(
+            "reply for command {opaque} where {expected} was due"
+        ))),
+        Reply::ServerError(message) => {
+            counters.server_errors.inc();
+            Err(Fault::Server(message))
         }
     }
+}
 
-    /// Maps one reply to a verdict; an out-of-step opaque poisons the connection.
-    fn judge(&self, reply: Reply, expected: u32) -> Result<Verdict, Fault> {
-        let counters = &self.link.counters;
-        match reply {
-            Reply::Stored { opaque } if opaque == expected => {
-                counters.stored.inc();
-                Ok(Verdict::Stored)
-            }
-            Reply::NotStored { opaque } if opaque == expected => {
-                counters.not_stored.inc();
-                Ok(Verdict::Exists)
-            }
-            Reply::Stored { opaque } | Reply::NotStored { opaque } => Err(Fault::Connection(
-                format!("reply for command {opaque} where {expected} was due"),
-            )),
-            Reply::ServerError(message) => {
-                counters.server_errors.inc();
-                Err(Fault::Server(message))
-            }
+/// Reads until one more reply is complete after offset `from` of `input`.
+async fn read_reply<S: AsyncRead + Unpin>(
+    link: &Link,
+    stream: &mut S,
+    input: &mut ArenaWriter<'_, '_>,
+    from: usize,
+    deadline: Instant,
+) -> Result<(Reply, usize), String> {
+    loop {
+        match proto::parse_reply(&input.as_bytes()[from..]) {
+            Ok(Some(parsed)) => return Ok(parsed),
+            Ok(None) => {}
+            Err(e) => return Err(e.to_string()),
         }
-    }
-
-    async fn read_reply<S: AsyncRead + Unpin>(
-        &mut self,
-        stream: &mut S,
-        from: usize,
-        deadline: Instant,
-    ) -> Result<(Reply, usize), String> {
-        loop {
-            match proto::parse_reply(&self.input[from..]) {
-                Ok(Some(parsed)) => return Ok(parsed),
-                Ok(None) => {}
-                Err(ProtocolError::LineTooLong) => return Err("reply line too long".to_owned()),
-                Err(e) => return Err(e.to_string()),
-            }
-            let read = timeout_at(deadline, stream.read_buf(&mut self.input))
-                .await
-                .map_err(|_| {
-                    self.link.counters.timeouts.inc();
-                    "reply timed out".to_owned()
-                })?
-                .map_err(|e| format!("read: {e}"))?;
-            if read == 0 {
-                return Err("memcached closed the connection".to_owned());
-            }
+        let room = input.spare(READ_CHUNK);
+        if room.is_empty() {
+            return Err("replies larger than their workspace".to_owned());
         }
+        let read = timeout_at(deadline, stream.read(room))
+            .await
+            .map_err(|_| {
+                link.counters.timeouts.inc();
+                "reply timed out".to_owned()
+            })?
+            .map_err(|e| format!("read: {e}"))?;
+        if read == 0 {
+            return Err("memcached closed the connection".to_owned());
+        }
+        input.advance(read).map_err(|e| e.to_string())?;
     }
 }
 

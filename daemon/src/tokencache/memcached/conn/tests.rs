@@ -10,6 +10,7 @@ use std::{
     task::{Context, Poll},
 };
 
+use edgewise::{ScrubMode, WorkspaceConfig};
 use tokio::io::ReadBuf;
 
 use super::*;
@@ -110,6 +111,12 @@ fn link(max_batch: usize) -> (Arc<Link>, mpsc::Sender<Job>) {
         max_batch,
         queue: Arc::new(Mutex::new(receiver)),
         counters: Arc::default(),
+        workspaces: WorkspacePool::new(
+            "test",
+            WorkspaceConfig::new(64 * 1024)
+                .with_mode(ScrubMode::Watermark)
+                .with_verify_one_in(1),
+        ),
     };
     (Arc::new(link), sender)
 }
@@ -237,4 +244,44 @@ async fn spends_whose_caller_left_are_not_sent() {
         1
     );
     assert_eq!(link.counters.expired_in_queue.get(), 1);
+}
+
+#[tokio::test]
+async fn batches_are_built_in_a_workspace_scrubbed_after_each() {
+    let (link, sender) = link(16);
+    for key in 0..40 {
+        let (job, receiver) = job(key);
+        sender.send(job).await.unwrap();
+        drop(receiver);
+    }
+    // Dropped receivers are skipped; queue live ones instead.
+    let mut receivers = Vec::new();
+    for key in 0..40 {
+        let (job, receiver) = job(key);
+        sender.send(job).await.unwrap();
+        receivers.push(receiver);
+    }
+    drop(sender);
+    let (stream, writes) = Scripted::new(Script::Memcached);
+    let conn = Conn::new(&link);
+    conn.serve(stream).await;
+    for receiver in receivers {
+        assert_eq!(receiver.await.unwrap(), Ok(Verdict::Stored));
+    }
+    let batches = writes.lock().unwrap().len() as u64;
+    assert_eq!(batches, 3);
+    let mut page = crate::metrics::Exposition::default();
+    WorkspacePool::render(&mut page, &[&link.workspaces]);
+    let page = page.finish();
+    let resets =
+        format!("edgewise_workspace_resets_total{{pool=\"test\",mode=\"watermark\"}} {batches}\n");
+    assert!(page.contains(&resets), "{page}");
+    assert!(
+        page.contains(
+            "edgewise_workspace_verification_failures_total{pool=\"test\",mode=\"watermark\"} 0\n"
+        ),
+        "{page}"
+    );
+    // The workspace went back to the pool scrubbed.
+    assert!(link.workspaces.take().is_scrubbed());
 }

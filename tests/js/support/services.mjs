@@ -1,0 +1,92 @@
+// The real native services the end-to-end tests run beside the worker: memcached (Debian's
+// package), edgewised and the test issuer, both as `cargo build --workspace` left them
+// (scripts/test.sh builds them first). Every process is stopped by pid in `close()`.
+
+import { spawn, execFileSync } from "node:child_process";
+import { createServer, connect } from "node:net";
+import { existsSync } from "node:fs";
+import path from "node:path";
+import { ROOT } from "./worker.mjs";
+
+const bin = (name, env) => process.env[env] ?? path.join(ROOT, "target", "debug", name);
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port, child, what) {
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`);
+    const ok = await new Promise((resolve) => {
+      const socket = connect(port, "127.0.0.1", () => { socket.destroy(); resolve(true); });
+      socket.once("error", () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`${what} did not listen on ${port}`);
+}
+
+function stop(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    child.once("exit", resolve);
+    child.kill("SIGKILL");
+  });
+}
+
+// memcached on a free loopback port; `restart()` brings up an empty one on the same port.
+export async function startMemcached(args = []) {
+  const port = await freePort();
+  const exe = ["/usr/bin/memcached", "/usr/local/bin/memcached"].find(existsSync);
+  if (!exe) throw new Error("memcached is not installed: run scripts/setup.sh");
+  const root = process.getuid?.() === 0 ? ["-u", "root"] : [];
+  let child;
+  const launch = async () => {
+    child = spawn(exe, ["-l", "127.0.0.1", "-p", String(port), "-U", "0", ...root, ...args], { stdio: "ignore" });
+    await waitForPort(port, child, "memcached");
+  };
+  await launch();
+  return {
+    addr: `127.0.0.1:${port}`,
+    kill: () => stop(child),
+    restart: async () => { await stop(child); await launch(); },
+    close: () => stop(child),
+  };
+}
+
+// edgewised with its API secret, backed by `memcached` (an address) or its embedded store.
+export async function startDaemon({ secret, memcached, timeoutMs = 200 } = {}) {
+  const port = await freePort();
+  const args = ["--listen", `127.0.0.1:${port}`, "--log-format", "json"];
+  if (memcached) args.push("--memcached", memcached);
+  const env = { ...process.env, EDGEWISED_API_SECRET: secret, NO_COLOR: "1" };
+  let child;
+  const launch = async () => {
+    child = spawn(bin("edgewised", "EDGEWISED_BIN"), args, { env, stdio: ["ignore", "ignore", "pipe"] });
+    child.stderr.resume();
+    await waitForPort(port, child, "edgewised");
+  };
+  await launch();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    kill: () => stop(child),
+    restart: async () => { await stop(child); await launch(); },
+    close: () => stop(child),
+  };
+}
+
+// The test issuer (tests/src/bin/edgewise-issuer.rs) with the committed test-only key.
+export const issuerKeyFile = path.join(ROOT, "tests", "data", "test-issuer-key.pem");
+
+export function issuer(...args) {
+  return execFileSync(bin("edgewise-issuer", "EDGEWISE_ISSUER_BIN"), args, { encoding: "utf8" }).trim();
+}

@@ -1,0 +1,289 @@
+//! Privacy Pass at the edge: requests to token-protected paths must carry a token
+//! (`Authorization: PrivateToken token="..."`) for this deployment's challenge, signed by a
+//! configured issuer key, and never spent before.
+//!
+//! The signature and challenge are checked here, in Wasm, so forged or foreign tokens cost no
+//! round trip; only valid tokens go to the daemon, which spends each exactly once (memcached
+//! set-if-absent). The daemon's answer decides: `fresh` passes, `spent` is a 401 with a new
+//! challenge, and anything else -- an error, a timeout, an unexpected reply -- is a 503: the
+//! check fails closed.
+
+use std::{fmt::Write as _, rc::Rc, time::Duration};
+
+use edgewise::{
+    Arena, ArenaWriter, IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge,
+    Verifier, www_authenticate,
+};
+use futures_util::future::{Either, select};
+use worker::{
+    AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
+    wasm_bindgen::JsValue,
+};
+
+use crate::failure::Failure;
+
+/// What the worker needs to admit tokens, parsed once per isolate from the vars.
+#[derive(Debug)]
+pub(crate) struct TokenPolicy {
+    paths: Vec<String>,
+    verifier: Verifier,
+    expiries: Expiries,
+    digest: [u8; 32],
+    challenge: Rc<str>,
+    redeem_url: String,
+    authorization: String,
+    timeout: Duration,
+}
+
+/// Issuer key ids and their expiries (Unix seconds), sent along with redemptions.
+type Expiries = Vec<([u8; 32], Option<u64>)>;
+
+/// Vars (and the secret) of the token check; see wrangler.toml for their documentation.
+const TOKEN_PATHS: &str = "TOKEN_PATHS";
+const ISSUER_NAME: &str = "ISSUER_NAME";
+const ISSUER_KEYS: &str = "ISSUER_KEYS";
+const TOKEN_ORIGIN_INFO: &str = "TOKEN_ORIGIN_INFO";
+const TOKEN_MAX_AGE: &str = "TOKEN_MAX_AGE";
+const DAEMON_URL: &str = "DAEMON_URL";
+const DAEMON_SECRET: &str = "DAEMON_SECRET";
+const DAEMON_TIMEOUT_MS: &str = "DAEMON_TIMEOUT_MS";
+
+impl TokenPolicy {
+    /// `Ok(None)` when no path requires a token.
+    pub(crate) fn from_env(env: &Env) -> Result<Option<TokenPolicy>, String> {
+        let paths = paths(&var(env, TOKEN_PATHS).unwrap_or_default())?;
+        if paths.is_empty() {
+            return Ok(None);
+        }
+        let required = |name: &str| {
+            var(env, name).ok_or_else(|| format!("{name} is not set but {TOKEN_PATHS} is"))
+        };
+        let (verifier, expiries, first) = keys(&required(ISSUER_KEYS)?)?;
+        let issuer = required(ISSUER_NAME)?;
+        let origin_info = var(env, TOKEN_ORIGIN_INFO).unwrap_or_default();
+        let challenge = TokenChallenge::new(
+            TOKEN_TYPE_BLIND_RSA,
+            issuer.as_bytes(),
+            None,
+            origin_info.as_bytes(),
+        )
+        .map_err(|e| format!("{ISSUER_NAME}/{TOKEN_ORIGIN_INFO}: {e}"))?;
+        let max_age = number(env, TOKEN_MAX_AGE)?;
+        let secret = env
+            .secret(DAEMON_SECRET)
+            .map(|s| s.to_string())
+            .ok()
+            .or_else(|| var(env, DAEMON_SECRET))
+            .ok_or_else(|| format!("the secret {DAEMON_SECRET} is not set but {TOKEN_PATHS} is"))?;
+        let daemon = edgewise::Origin::parse(&required(DAEMON_URL)?)
+            .map_err(|e| format!("{DAEMON_URL}: {e}"))?;
+        Ok(Some(TokenPolicy {
+            paths,
+            verifier,
+            expiries,
+            digest: challenge.digest(),
+            challenge: www_authenticate(&challenge, Some(&first), max_age).into(),
+            redeem_url: daemon
+                .upstream_url("/v1/tokens/redeem", None)
+                .map_err(|e| format!("{DAEMON_URL}: {e}"))?,
+            authorization: format!("Bearer {}", secret.trim()),
+            timeout: Duration::from_millis(number(env, DAEMON_TIMEOUT_MS)?.map_or(1000, u64::from)),
+        }))
+    }
+
+    /// Whether `path` is token-protected: a configured prefix matching whole path segments.
+    pub(crate) fn applies(&self, path: &str) -> bool {
+        self.paths.iter().any(|prefix| {
+            path.strip_prefix(prefix.as_str()).is_some_and(|rest| {
+                prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/')
+            })
+        })
+    }
+
+    /// Admits the request if it carries a fresh, valid token. The decoded token and the
+    /// redemption request are built in the request's workspace.
+    pub(crate) async fn admit(
+        &self,
+        headers: &Headers,
+        arena: &mut Arena<'_>,
+    ) -> Result<(), Failure> {
+        let Some(value) = headers.get("authorization").ok().flatten() else {
+            return Err(Failure::TokenMissing(Rc::clone(&self.challenge)));
+        };
+        let scratch: &mut [u8; TOKEN_SCRATCH_LEN] = arena
+            .alloc(TOKEN_SCRATCH_LEN)
+            .and_then(|buf| buf.try_into().ok())
+            .ok_or_else(|| Failure::Internal("workspace full".to_owned()))?;
+        let token = Token::from_authorization(value.as_bytes(), scratch)
+            .and_then(|token| {
+                self.verifier
+                    .verify(&token, &[self.digest], now())
+                    .map(|()| token)
+            })
+            .map_err(|e| Failure::TokenInvalid(e, Rc::clone(&self.challenge)))?;
+        match self.redeem(&token, arena).await? {
+            Redeemed::Fresh => Ok(()),
+            Redeemed::Spent => Err(Failure::TokenSpent(Rc::clone(&self.challenge))),
+        }
+    }
+
+    async fn redeem(&self, token: &Token<'_>, arena: &mut Arena<'_>) -> Result<Redeemed, Failure> {
+        let request = self.redeem_request(token, arena)?;
+        let controller = AbortController::default();
+        let signal = controller.signal();
+        let fetch = Fetch::Request(request);
+        let send = fetch.send_with_signal(&signal);
+        let deadline = Delay::from(self.timeout);
+        let mut response = match select(Box::pin(send), deadline).await {
+            Either::Left((sent, _)) => {
+                sent.map_err(|e| unavailable(format!("daemon unreachable: {e}")))?
+            }
+            Either::Right(_) => {
+                controller.abort();
+                return Err(unavailable(format!(
+                    "daemon gave no answer within {:?}",
+                    self.timeout
+                )));
+            }
+        };
+        let status = response.status_code();
+        let body = response
+            .text()
+            .await
+            .map_err(|e| unavailable(e.to_string()))?;
+        match (status, body.as_str()) {
+            (200, r#"{"outcome":"fresh"}"#) => Ok(Redeemed::Fresh),
+            (200, r#"{"outcome":"spent"}"#) => Ok(Redeemed::Spent),
+            _ => Err(unavailable(format!("daemon answered {status}: {body}"))),
+        }
+    }
+
+    fn redeem_request(&self, token: &Token<'_>, arena: &mut Arena<'_>) -> Result<Request, Failure> {
+        let not_after = self
+            .expiries
+            .iter()
+            .find(|(id, _)| id == token.token_key_id())
+            .and_then(|(_, not_after)| *not_after);
+        let body = redeem_body(token, not_after, arena)
+            .ok_or_else(|| Failure::Internal("workspace full".to_owned()))?;
+        let headers = Headers::new();
+        headers
+            .set("authorization", &self.authorization)
+            .and_then(|()| headers.set("content-type", "application/json"))
+            .map_err(|e| Failure::Internal(e.to_string()))?;
+        let mut init = RequestInit::new();
+        init.with_method(Method::Post)
+            .with_headers(headers)
+            .with_body(Some(JsValue::from_str(body)));
+        Request::new_with_init(&self.redeem_url, &init)
+            .map_err(|e| Failure::Internal(e.to_string()))
+    }
+}
+
+enum Redeemed {
+    Fresh,
+    Spent,
+}
+
+fn unavailable(detail: String) -> Failure {
+    Failure::TokenUnavailable(detail)
+}
+
+/// The daemon's redemption request: what identifies the token, never its signature.
+fn redeem_body<'w>(
+    token: &Token<'_>,
+    not_after: Option<u64>,
+    arena: &mut Arena<'w>,
+) -> Option<&'w str> {
+    let mut body = arena.writer();
+    write!(
+        body,
+        r#"{{"token_type":{},"token_key_id":""#,
+        token.token_type()
+    )
+    .ok()?;
+    hex_into(&mut body, token.token_key_id())?;
+    body.push(br#"","nonce":""#).ok()?;
+    hex_into(&mut body, token.nonce())?;
+    body.push(b"\"").ok()?;
+    if let Some(not_after) = not_after {
+        write!(body, r#","not_after":{not_after}"#).ok()?;
+    }
+    body.push(b"}").ok()?;
+    std::str::from_utf8(body.commit()?).ok()
+}
+
+fn hex_into(out: &mut ArenaWriter<'_, '_>, bytes: &[u8]) -> Option<()> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in bytes {
+        out.push(&[
+            DIGITS[usize::from(byte >> 4)],
+            DIGITS[usize::from(byte & 15)],
+        ])
+        .ok()?;
+    }
+    Some(())
+}
+
+/// Comma- or whitespace-separated path prefixes, each starting with `/`.
+fn paths(list: &str) -> Result<Vec<String>, String> {
+    list.split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            if p.starts_with('/') {
+                Ok(p.to_owned())
+            } else {
+                Err(format!("{TOKEN_PATHS}: {p:?} does not start with '/'"))
+            }
+        })
+        .collect()
+}
+
+/// Issuer keys: base64url SPKI, each optionally followed by `@<not-after unix seconds>`.
+/// Returns the verifier, the expiries by key id, and the first key (advertised in challenges).
+fn keys(list: &str) -> Result<(Verifier, Expiries, IssuerKey), String> {
+    let mut verifier = Verifier::new();
+    let mut expiries = Vec::new();
+    let mut first = None;
+    for entry in list
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|e| !e.is_empty())
+    {
+        let (key, not_after) = match entry.split_once('@') {
+            Some((key, at)) => (
+                key,
+                Some(
+                    at.parse::<u64>()
+                        .map_err(|_| format!("{ISSUER_KEYS}: bad expiry {at:?}"))?,
+                ),
+            ),
+            None => (entry, None),
+        };
+        let key =
+            IssuerKey::from_base64(key.as_bytes()).map_err(|e| format!("{ISSUER_KEYS}: {e}"))?;
+        expiries.push((*key.id(), not_after));
+        first.get_or_insert_with(|| key.clone());
+        verifier.add_key(key, not_after);
+    }
+    let first = first.ok_or_else(|| format!("{ISSUER_KEYS} lists no key"))?;
+    Ok((verifier, expiries, first))
+}
+
+fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
+    var(env, name)
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("{name}: {v:?} is not a number"))
+        })
+        .transpose()
+}
+
+fn var(env: &Env, name: &str) -> Option<String> {
+    env.var(name).ok().map(|v| v.to_string())
+}
+
+fn now() -> u64 {
+    worker::Date::now().as_millis() / 1000
+}
