@@ -39,17 +39,40 @@ trap 'exit 130' INT TERM
 
 origin_port=$(free_port)
 daemon_port=$(free_port)
+memcached_port=$(free_port)
 worker_port=$(free_port)
 inspector_port=$(free_port)
 
 log "origin on 127.0.0.1:$origin_port"
 start origin node tests/js/support/origin.mjs --port "$origin_port" --label demo-origin
+# The token cache: a real memcached when installed (setup.sh installs it), else the daemon's
+# embedded store (it says so loudly in its log).
+secret="demo-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+daemon_args=(--listen "127.0.0.1:$daemon_port")
+if command -v memcached >/dev/null 2>&1; then
+  log "memcached on 127.0.0.1:$memcached_port"
+  as_root=()
+  [ "$(id -u)" = 0 ] && as_root=(-u root)
+  start memcached memcached -l 127.0.0.1 -p "$memcached_port" -U 0 "${as_root[@]}"
+  daemon_args+=(--memcached "127.0.0.1:$memcached_port")
+else
+  log "memcached is not installed: edgewised uses its EMBEDDED token store"
+fi
 log "edgewised on 127.0.0.1:$daemon_port"
-start daemon target/debug/edgewised --listen "127.0.0.1:$daemon_port"
+start daemon env EDGEWISED_API_SECRET="$secret" target/debug/edgewised "${daemon_args[@]}"
+
+# A test issuer (test-only key in tests/data) whose tokens the worker accepts on /private.
+issuer=(target/debug/edgewise-issuer)
+issuer_key=tests/data/test-issuer-key.pem
+token_key=$("${issuer[@]}" key --key "$issuer_key" | node -pe 'JSON.parse(require("fs").readFileSync(0)).token_key')
+
 log "wrangler dev on 127.0.0.1:$worker_port (builds the Wasm worker first)"
+# DAEMON_SECRET is a secret in production (wrangler secret put); a var is fine for local dev.
 start worker npx wrangler dev --ip 127.0.0.1 --port "$worker_port" \
   --inspector-port "$inspector_port" --show-interactive-dev-session=false \
-  --var "ORIGIN_URL:http://127.0.0.1:$origin_port"
+  --var "ORIGIN_URL:http://127.0.0.1:$origin_port" \
+  --var "TOKEN_PATHS:/private" --var "ISSUER_NAME:issuer.demo" --var "ISSUER_KEYS:$token_key" \
+  --var "DAEMON_URL:http://127.0.0.1:$daemon_port" --var "DAEMON_SECRET:$secret"
 
 wait_http "$origin_port" / 30 || die "origin did not start; see $run_dir/origin.log"
 wait_http "$daemon_port" /healthz 30 || die "edgewised did not start; see $run_dir/daemon.log"
@@ -81,4 +104,30 @@ printf '\n\033[1mclient -> worker -> origin\033[0m  GET /status/503 (origin erro
 echo "status:                     $(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$worker_port/status/503")"
 
 [ "$status" = 200 ] || die "the request through the worker failed; logs are in $run_dir"
+
+worker="http://127.0.0.1:$worker_port"
+code() { curl -sS -o /dev/null -w '%{http_code}\n' "$@"; }
+printf '\n\033[1mPrivacy Pass\033[0m  GET /private/report needs a token\n'
+challenge=$(curl -sS -D - -o /dev/null "$worker/private/report" |
+  awk -F'challenge="' 'tolower($0) ~ /^www-authenticate:/ { split($2, v, "\""); print v[1] }')
+[ -n "$challenge" ] || die "no WWW-Authenticate challenge from the worker; see $run_dir/worker.log"
+echo "without a token:            401, challenge ${challenge:0:24}..."
+token=$("${issuer[@]}" token --key "$issuer_key" --challenge "$challenge")
+auth="Authorization: PrivateToken token=\"$token\""
+first=$(curl -sS -o "$run_dir/private.body" -w '%{http_code}' -H "$auth" "$worker/private/report")
+echo "with a fresh token:         $first (origin saw authorization: $(node -pe \
+  'JSON.parse(require("fs").readFileSync(process.argv[1])).headers.authorization ?? "(none)"' \
+  "$run_dir/private.body"))"
+echo "replaying it:               $(code -H "$auth" "$worker/private/report") (double spend refused)"
+token=$("${issuer[@]}" token --key "$issuer_key" --challenge "$challenge")
+auth="Authorization: PrivateToken token=\"$token\""
+for _ in $(seq 20); do code -H "$auth" "$worker/private/report" >>"$run_dir/race.codes" & done
+wait_codes() { for _ in $(seq 100); do [ "$(wc -l <"$run_dir/race.codes")" -ge 20 ] && return; sleep 0.1; done; }
+wait_codes
+echo "20 concurrent uses of one:  $(sort "$run_dir/race.codes" | uniq -c | awk '{ printf "%s x %s  ", $1, $2 }')"
+echo "a forged token:             $(code -H "Authorization: PrivateToken token=\"${token:0:300}AAAA\"" "$worker/private/report")"
+printf 'daemon /metrics:            '
+curl -sS "http://127.0.0.1:$daemon_port/metrics" |
+  awk '/^edgewise_token_redemptions_total/ { sub(/edgewise_token_redemptions_total/, ""); printf "%s ", $0 } END { print "" }'
+[ "$first" = 200 ] || die "a valid token was refused; logs are in $run_dir"
 printf '\nall good; logs are in %s\n' "$run_dir"

@@ -137,6 +137,16 @@ impl Pool {
         &mut self.workspaces[i]
     }
 
+    /// One request on every workspace (sizes cycled), untimed: brings the caches to this
+    /// configuration's steady state, whatever ran before. Without it, a batch that follows a
+    /// full-clear batch (which pushed megabytes through the last-level cache) pays for the
+    /// misses that batch caused.
+    pub fn settle(&mut self, sizes: &[usize]) {
+        for used in sizes.iter().cycle().take(self.workspaces.len()) {
+            request(self.next_workspace(), *used);
+        }
+    }
+
     /// Number of workspaces.
     pub fn len(&self) -> usize {
         self.workspaces.len()
@@ -161,6 +171,13 @@ impl BufferPool {
         BufferPool {
             buffers: (0..count).map(|_| vec![0u8; SIZE]).collect(),
             next: 0,
+        }
+    }
+
+    /// One touch of every buffer, untimed, as [`Pool::settle`].
+    pub fn settle(&mut self, sizes: &[usize]) {
+        for used in sizes.iter().cycle().take(self.buffers.len()) {
+            touch_only(self.next_buffer(), *used);
         }
     }
 

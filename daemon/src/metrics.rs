@@ -96,6 +96,9 @@ pub struct Exposition {
 /// A sample's labels as (name, value) pairs.
 pub type Labels<'a> = &'a [(&'a str, &'a str)];
 
+/// A metric family read off a struct of counters: name, type, help, and the field's value.
+pub type Family<T> = (&'static str, &'static str, &'static str, fn(&T) -> i64);
+
 impl Exposition {
     /// Starts a metric family; its samples follow.
     pub fn family(&mut self, name: &str, kind: &str, help: &str) {
@@ -119,6 +122,16 @@ impl Exposition {
     pub fn gauge(&mut self, name: &str, help: &str, value: impl Display) {
         self.family(name, "gauge", help);
         self.sample(name, &[], value);
+    }
+
+    /// Every family in `families`, one sample per labelled source.
+    pub fn families<T>(&mut self, families: &[Family<T>], sources: &[(Labels<'_>, &T)]) {
+        for (name, kind, help, value) in families {
+            self.family(name, kind, help);
+            for (labels, source) in sources {
+                self.sample(name, labels, value(source));
+            }
+        }
     }
 
     /// The bucket, sum and count lines of one histogram (the family header comes first).

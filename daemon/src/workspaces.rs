@@ -17,7 +17,7 @@ use std::{
 
 use edgewise::{ResetReport, ScrubMode, Workspace, WorkspaceConfig};
 
-use crate::metrics::{Counter, Exposition};
+use crate::metrics::{Counter, Exposition, Family};
 
 /// Workspaces of one size and scrub mode.
 pub struct WorkspacePool {
@@ -103,68 +103,17 @@ impl WorkspacePool {
 
     /// Writes the `edgewise_workspace_*` families for every pool in `pools`.
     pub fn render(page: &mut Exposition, pools: &[&WorkspacePool]) {
-        type Field = fn(&ScrubCounters) -> u64;
-        let families: [(&str, &str, &str, Field); 8] = [
-            (
-                "edgewise_workspace_resets_total",
-                "counter",
-                "Workspace resets (batches or requests ended).",
-                |c| c.resets.get(),
-            ),
-            (
-                "edgewise_workspace_bytes_zeroed_total",
-                "counter",
-                "Bytes the resets zeroed.",
-                |c| c.bytes_zeroed.get(),
-            ),
-            (
-                "edgewise_workspace_bytes_full_clear_total",
-                "counter",
-                "Bytes the resets would have zeroed clearing whole workspaces.",
-                |c| c.bytes_full_clear.get(),
-            ),
-            (
-                "edgewise_workspace_verifications_total",
-                "counter",
-                "Sampled checks that everything above the watermark is zero.",
-                |c| c.verifications.get(),
-            ),
-            (
-                "edgewise_workspace_verification_failures_total",
-                "counter",
-                "Checks that found a non-zero byte above the watermark (must stay 0).",
-                |c| c.failures.get(),
-            ),
-            (
-                "edgewise_workspace_overflows_total",
-                "counter",
-                "Uses that ran out of workspace room.",
-                |c| c.overflows.get(),
-            ),
-            (
-                "edgewise_workspace_peak_watermark_bytes",
-                "gauge",
-                "Highest watermark reached.",
-                |c| c.peak_watermark.load(Relaxed),
-            ),
-            (
-                "edgewise_workspace_created_total",
-                "counter",
-                "Workspaces allocated (the rest were reused).",
-                |c| c.created.get(),
-            ),
-        ];
-        for (name, kind, help, field) in families {
-            page.family(name, kind, help);
-            for pool in pools {
-                let mode = pool.config.mode.as_str();
-                page.sample(
-                    name,
-                    &[("pool", pool.name), ("mode", mode)],
-                    field(&pool.counters),
-                );
-            }
-        }
+        let labels: Vec<_> = pools
+            .iter()
+            .map(|p| {
+                (
+                    [("pool", p.name), ("mode", p.config.mode.as_str())],
+                    &p.counters,
+                )
+            })
+            .collect();
+        let sources: Vec<_> = labels.iter().map(|(l, c)| (&l[..], *c)).collect();
+        page.families(&SCRUB_FAMILIES, &sources);
     }
 
     /// The scrub mode of this pool's workspaces.
@@ -172,6 +121,62 @@ impl WorkspacePool {
         self.config.mode
     }
 }
+
+fn gauge(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The scrub counters as `/metrics` families.
+const SCRUB_FAMILIES: [Family<ScrubCounters>; 8] = [
+    (
+        "edgewise_workspace_resets_total",
+        "counter",
+        "Workspace resets (batches or requests ended).",
+        |c| gauge(c.resets.get()),
+    ),
+    (
+        "edgewise_workspace_bytes_zeroed_total",
+        "counter",
+        "Bytes the resets zeroed.",
+        |c| gauge(c.bytes_zeroed.get()),
+    ),
+    (
+        "edgewise_workspace_bytes_full_clear_total",
+        "counter",
+        "Bytes the resets would have zeroed clearing whole workspaces.",
+        |c| gauge(c.bytes_full_clear.get()),
+    ),
+    (
+        "edgewise_workspace_verifications_total",
+        "counter",
+        "Sampled checks that everything above the watermark is zero.",
+        |c| gauge(c.verifications.get()),
+    ),
+    (
+        "edgewise_workspace_verification_failures_total",
+        "counter",
+        "Checks that found a non-zero byte above the watermark (must stay 0).",
+        |c| gauge(c.failures.get()),
+    ),
+    (
+        "edgewise_workspace_overflows_total",
+        "counter",
+        "Uses that ran out of workspace room.",
+        |c| gauge(c.overflows.get()),
+    ),
+    (
+        "edgewise_workspace_peak_watermark_bytes",
+        "gauge",
+        "Highest watermark reached.",
+        |c| gauge(c.peak_watermark.load(Relaxed)),
+    ),
+    (
+        "edgewise_workspace_created_total",
+        "counter",
+        "Workspaces allocated (the rest were reused).",
+        |c| gauge(c.created.get()),
+    ),
+];
 
 /// A workspace on loan from a pool; it goes back when dropped.
 pub struct PooledWorkspace {

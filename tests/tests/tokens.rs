@@ -44,6 +44,22 @@ fn cache(servers: &[&Memcached], replicas: usize) -> TokenCache {
     TokenCache::start(&config, &WorkspaceSettings::default()).unwrap()
 }
 
+/// Redeems every spend concurrently, one task each; outcomes in order.
+async fn redeem_all(cache: &Arc<TokenCache>, spends: &[Spend]) -> Vec<Outcome> {
+    let tasks: Vec<_> = spends
+        .iter()
+        .map(|&spend| {
+            let cache = Arc::clone(cache);
+            tokio::spawn(async move { cache.redeem(&spend).await })
+        })
+        .collect();
+    let mut outcomes = Vec::new();
+    for task in tasks {
+        outcomes.push(task.await.unwrap());
+    }
+    outcomes
+}
+
 /// Redeems fresh tokens until one succeeds; returns how long that took.
 async fn time_to_recover(cache: &TokenCache, limit: Duration) -> Duration {
     let started = Instant::now();
@@ -61,16 +77,7 @@ async fn a_thousand_concurrent_redemptions_of_one_token_yield_one_fresh() {
     let memcached = Memcached::start(&[]);
     let cache = Arc::new(cache(&[&memcached], 1));
     let spend = token();
-    let tasks: Vec<_> = (0..1000)
-        .map(|_| {
-            let cache = Arc::clone(&cache);
-            tokio::spawn(async move { cache.redeem(&spend).await })
-        })
-        .collect();
-    let mut outcomes = Vec::new();
-    for task in tasks {
-        outcomes.push(task.await.unwrap());
-    }
+    let outcomes = redeem_all(&cache, &[spend; 1000]).await;
     let fresh = outcomes.iter().filter(|o| **o == Outcome::Fresh).count();
     let spent = outcomes.iter().filter(|o| **o == Outcome::Spent).count();
     assert_eq!((fresh, spent), (1, 999), "{outcomes:?}");
@@ -82,16 +89,12 @@ async fn many_tokens_each_spend_once() {
     let cache = Arc::new(cache(&[&memcached], 1));
     let spends: Vec<Spend> = (0..500).map(|_| token()).collect();
     for round in [Outcome::Fresh, Outcome::Spent] {
-        let tasks: Vec<_> = spends
-            .iter()
-            .map(|&spend| {
-                let cache = Arc::clone(&cache);
-                tokio::spawn(async move { cache.redeem(&spend).await })
-            })
-            .collect();
-        for task in tasks {
-            assert_eq!(task.await.unwrap(), round);
-        }
+        assert!(
+            redeem_all(&cache, &spends)
+                .await
+                .iter()
+                .all(|o| *o == round)
+        );
     }
 }
 
@@ -142,16 +145,12 @@ async fn stopped_memcached_holds_deadlines_and_never_cross_talks_after() {
     time_to_recover(&cache, Duration::from_secs(3)).await;
     let spends: Vec<Spend> = (0..300).map(|_| token()).collect();
     for expected in [Outcome::Fresh, Outcome::Spent] {
-        let tasks: Vec<_> = spends
-            .iter()
-            .map(|&spend| {
-                let cache = Arc::clone(&cache);
-                tokio::spawn(async move { cache.redeem(&spend).await })
-            })
-            .collect();
-        for task in tasks {
-            assert_eq!(task.await.unwrap(), expected);
-        }
+        assert!(
+            redeem_all(&cache, &spends)
+                .await
+                .iter()
+                .all(|o| *o == expected)
+        );
     }
 }
 

@@ -1,6 +1,6 @@
 //! Token redemption throughput and latency against a real memcached on loopback.
 //!
-//!   redeem [--secs S] [--clients N]      (scripts/bench-redeem.sh runs it in release)
+//!   redeem [--secs S] [--clients N] [--rate PER_SEC]   (scripts/bench-redeem.sh: release build)
 //!
 //! Table 1, the memcached layer: edgewise's pipelining client beside the two client patterns the
 //! article's proxies suffered from -- `add` sent as three small writes on a pooled connection
@@ -35,12 +35,14 @@ const SECRET: &str = "bench-secret-0123456789abcdef";
 struct Args {
     secs: f64,
     clients: usize,
+    rate: f64,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         secs: 5.0,
         clients: 64,
+        rate: 25_000.0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -48,6 +50,7 @@ fn parse_args() -> Result<Args, String> {
         match flag.as_str() {
             "--secs" => args.secs = value.parse().map_err(|e| format!("--secs: {e}"))?,
             "--clients" => args.clients = value.parse().map_err(|e| format!("--clients: {e}"))?,
+            "--rate" => args.rate = value.parse().map_err(|e| format!("--rate: {e}"))?,
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
@@ -58,7 +61,7 @@ fn main() -> ExitCode {
     let args = match parse_args() {
         Ok(args) => args,
         Err(e) => {
-            eprintln!("redeem: {e}\nusage: redeem [--secs S] [--clients N]");
+            eprintln!("redeem: {e}\nusage: redeem [--secs S] [--clients N] [--rate PER_SEC]");
             return ExitCode::FAILURE;
         }
     };
@@ -99,9 +102,10 @@ async fn run(args: Args) -> ExitCode {
             &cache,
             1024,
             duration,
-            "edgewise pipelined pool, 1024 in flight",
+            "edgewise pipelined pool, 1024 tasks",
         )
         .await,
+        in_flight(&cache, 4, 256, duration).await,
         three_writes(
             &memcached.addr(),
             args.clients,
@@ -112,9 +116,9 @@ async fn run(args: Args) -> ExitCode {
     ];
     print_table("memcached layer: one set-if-absent per op", &layer);
 
-    match endpoint(&memcached, args.clients, duration).await {
-        Ok((row, double)) => {
-            print_table("POST /v1/tokens/redeem (half fresh, half replays)", &[row]);
+    match endpoint(&memcached, args.clients, duration, args.rate).await {
+        Ok((rows, double)) => {
+            print_table("POST /v1/tokens/redeem (half fresh, half replays)", &rows);
             println!("\ndouble accepts: {double}");
             if double > 0 {
                 ExitCode::FAILURE
@@ -145,7 +149,11 @@ fn fresh_key() -> [u8; 32] {
     let n = NEXT.fetch_add(1, Ordering::Relaxed);
     let mut key = [0; 32];
     key[..8].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
-    key[8..16].copy_from_slice(&u64::from(std::process::id()).to_le_bytes());
+    static PID: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    key[8..16].copy_from_slice(
+        &PID.get_or_init(|| u64::from(std::process::id()))
+            .to_le_bytes(),
+    );
     key
 }
 
@@ -176,6 +184,51 @@ async fn pipelined(cache: &Arc<TokenCache>, clients: usize, duration: Duration, 
     let (latencies, undecided) = join(tasks).await;
     Row::new(
         name,
+        latencies,
+        started.elapsed(),
+        format!("{undecided} not fresh"),
+    )
+}
+
+/// `tasks` tasks, each keeping `depth` redemptions in flight at once: the client layer without
+/// one task wake-up per redemption, as a batch consumer (or a proxy multiplexing many requests
+/// on one task) would drive it.
+async fn in_flight(cache: &Arc<TokenCache>, tasks: usize, depth: usize, duration: Duration) -> Row {
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let end = Instant::now() + duration;
+    let started = Instant::now();
+    let handles: Vec<_> = (0..tasks)
+        .map(|_| {
+            let cache = Arc::clone(cache);
+            tokio::spawn(async move {
+                let redeem = |cache: Arc<TokenCache>| async move {
+                    let spend = Spend {
+                        key: fresh_key(),
+                        not_after: None,
+                    };
+                    let t = Instant::now();
+                    let outcome = cache.redeem(&spend).await;
+                    (outcome, t.elapsed())
+                };
+                let mut pending: FuturesUnordered<_> =
+                    (0..depth).map(|_| redeem(Arc::clone(&cache))).collect();
+                let mut latencies = Latencies::default();
+                let mut undecided = 0u64;
+                while let Some((outcome, took)) = pending.next().await {
+                    latencies.record(took);
+                    undecided += u64::from(outcome != Outcome::Fresh);
+                    if Instant::now() < end {
+                        pending.push(redeem(Arc::clone(&cache)));
+                    }
+                }
+                (latencies, undecided)
+            })
+        })
+        .collect();
+    let (latencies, undecided) = join(handles).await;
+    let name = format!("edgewise pipelined pool, {tasks} tasks × {depth} in flight");
+    Row::new(
+        &name,
         latencies,
         started.elapsed(),
         format!("{undecided} not fresh"),
@@ -310,12 +363,15 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The redeem endpoint of an in-process edgewised; returns its row and the double accepts.
+/// The redeem endpoint of an in-process edgewised, closed-loop (as fast as the clients go) and
+/// open-loop (each client sends on a fixed schedule adding up to `rate` per second, so latency
+/// is not hidden by clients slowing down); returns the rows and the double accepts.
 async fn endpoint(
     memcached: &Memcached,
     clients: usize,
     duration: Duration,
-) -> anyhow::Result<(Row, u64)> {
+    rate: f64,
+) -> anyhow::Result<(Vec<Row>, u64)> {
     let mut config = Config::default();
     config.server.listen = ([127, 0, 0, 1], 0).into();
     config.tokens = tokens_config(memcached);
@@ -332,17 +388,56 @@ async fn endpoint(
         let _ = stopped.await;
     }));
 
+    let closed = drive(addr, clients, duration, None).await;
+    let interval = Duration::from_secs_f64(clients as f64 / rate);
+    let open = drive(addr, clients, duration, Some(interval)).await;
+    let _ = stop.send(());
+    let _ = serving.await;
+    let _ = std::fs::remove_file(secret_file);
+    let (closed, open) = (closed?, open?);
+    let double = closed.1 + open.1;
+    let rows = vec![
+        Row::new(
+            "closed loop (max throughput)",
+            closed.0,
+            closed.2,
+            "keep-alive HTTP/1.1".into(),
+        ),
+        Row::new(
+            &format!("open loop, {rate:.0}/s offered"),
+            open.0,
+            open.2,
+            "latency from send".into(),
+        ),
+    ];
+    Ok((rows, double))
+}
+
+/// `clients` keep-alive connections redeeming for `duration`, back to back or every `pace`.
+async fn drive(
+    addr: std::net::SocketAddr,
+    clients: usize,
+    duration: Duration,
+    pace: Option<Duration>,
+) -> anyhow::Result<(Latencies, u64, Duration)> {
     let end = Instant::now() + duration;
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..clients {
+    for i in 0..clients {
         let mut conn = HttpConnection::connect(addr).await?;
+        // Spread the open-loop clients' schedules over one interval.
+        let mut next =
+            started + pace.map_or(Duration::ZERO, |p| p.mul_f64(i as f64 / clients as f64));
         tasks.push(tokio::spawn(async move {
             let auth = format!("Bearer {SECRET}");
             let mut latencies = Latencies::default();
             let mut double = 0;
             let mut replay: Option<String> = None;
             while Instant::now() < end {
+                if let Some(pace) = pace {
+                    tokio::time::sleep_until(next.into()).await;
+                    next += pace;
+                }
                 let (body, is_replay) = match replay.take() {
                     Some(body) => (body, true),
                     None => (redeem_body(&fresh_key()), false),
@@ -366,17 +461,7 @@ async fn endpoint(
         }));
     }
     let (latencies, double) = join(tasks).await;
-    let elapsed = started.elapsed();
-    let _ = stop.send(());
-    let _ = serving.await;
-    let _ = std::fs::remove_file(secret_file);
-    let row = Row::new(
-        "edgewised, memcached backend",
-        latencies,
-        elapsed,
-        "keep-alive HTTP/1.1".into(),
-    );
-    Ok((row, double))
+    Ok((latencies, double, started.elapsed()))
 }
 
 fn redeem_body(nonce: &[u8; 32]) -> String {

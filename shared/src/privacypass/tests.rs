@@ -1074,3 +1074,297 @@ proptest! {
         prop_assert_eq!(rfc_verifier().verify(&token, &[digest], NOW), Err(TokenError::BadSignature));
     }
 }
+
+// --- Both limb widths (64-bit natively, 32-bit in Wasm), each run natively ---
+
+type Limbs64 = pss::mont::Modulus<u64, 32>;
+type Limbs32 = pss::mont::Modulus<u32, 64>;
+
+/// An odd 2048-bit modulus from random bytes, with its top `ones` bytes all ones (carries pile
+/// up) and its low `low` bytes all `fill` (0x00: long runs of zero limbs; 0xff: n0 = -1).
+fn shaped_modulus(bytes: Vec<u8>, ones: usize, low: usize, fill: u8) -> [u8; 256] {
+    let mut n: [u8; 256] = bytes.try_into().unwrap();
+    n[..ones].fill(0xff);
+    n[256 - low..].fill(fill);
+    n[0] |= 0x80;
+    n[255] |= 1;
+    n
+}
+
+fn be_bytes(x: &rsa::BigUint) -> [u8; 256] {
+    let bytes = x.to_bytes_be();
+    let mut out = [0u8; 256];
+    out[256 - bytes.len()..].copy_from_slice(&bytes);
+    out
+}
+
+/// The verdicts of the key as built for this target and of both limb widths explicitly.
+fn verdicts(n: &[u8; 256], e: u64, message: &[u8], signature: &[u8]) -> [bool; 3] {
+    let key = pss::PssKey::new(n, e).unwrap();
+    [
+        key.verify(message, signature),
+        pss::verify_with(&Limbs64::new(n).unwrap(), e, message, signature),
+        pss::verify_with(&Limbs32::new(n).unwrap(), e, message, signature),
+    ]
+}
+
+#[test]
+fn both_limb_widths_refuse_what_montgomery_cannot_handle() {
+    let n = rfc_modulus();
+    let mut even = n;
+    even[255] &= 0xfe;
+    let mut short = n;
+    short[0] = 0x7f;
+    for bad in [even, short, [0; 256]] {
+        assert!(Limbs64::new(&bad).is_none());
+        assert!(Limbs32::new(&bad).is_none());
+    }
+    // The smallest and largest moduli they take.
+    let mut smallest = [0u8; 256];
+    smallest[0] = 0x80;
+    smallest[255] = 1;
+    for n in [smallest, [0xff; 256]] {
+        assert!(Limbs64::new(&n).is_some());
+        assert!(Limbs32::new(&n).is_some());
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// s^e mod n agrees with num-bigint on both limb widths, for edge and random s below n, the
+    /// usual and random odd e, and moduli shaped to stress carries at both ends; s at or above n
+    /// is refused.
+    #[test]
+    fn both_limb_widths_match_num_bigint(
+        n in proptest::collection::vec(any::<u8>(), 256),
+        (ones, low, fill) in (0usize..40, 0usize..40, prop_oneof![Just(0u8), Just(0xff)]),
+        s in proptest::collection::vec(any::<u8>(), 256),
+        which in 0u8..5,
+        e in prop_oneof![Just(3u64), Just(65537), (1u64..1 << 33).prop_map(|e| e | 1)],
+    ) {
+        use rsa::BigUint;
+        let n = shaped_modulus(n, ones, low, fill);
+        let big_n = BigUint::from_bytes_be(&n);
+        let one = BigUint::from(1u8);
+        let s = match which {
+            0 => BigUint::from(0u8),
+            1 => one.clone(),
+            2 => &big_n - &one,
+            // Random, below 2^2047 <= n.
+            _ => BigUint::from_bytes_be(&s) >> 1usize,
+        };
+        let expected = be_bytes(&s.modpow(&BigUint::from(e), &big_n));
+        let (wide, narrow) = (Limbs64::new(&n).unwrap(), Limbs32::new(&n).unwrap());
+        let s = be_bytes(&s);
+        prop_assert_eq!(wide.pow(&s, e), Some(expected));
+        prop_assert_eq!(narrow.pow(&s, e), Some(expected));
+        let at_or_above = [n, be_bytes(&(&big_n + &one)), [0xff; 256]];
+        for s in &at_or_above[..if n == [0xff; 256] { 1 } else { 3 }] {
+            prop_assert_eq!(wide.pow(s, e), None);
+            prop_assert_eq!(narrow.pow(s, e), None);
+        }
+    }
+}
+
+// --- EMSA-PSS-VERIFY, step by step (RFC 8017 section 9.1.2) ---
+
+/// The RFC 9578 issuer key as raw RSA: n and d. Read from DER so that it needs no `pem`
+/// feature of the rsa crate (that comes only with `issuer`).
+struct RawRsa {
+    n: rsa::BigUint,
+    d: rsa::BigUint,
+}
+
+static RAW_RSA: std::sync::LazyLock<RawRsa> = std::sync::LazyLock::new(|| {
+    use rsa::pkcs8::DecodePrivateKey as _;
+    use rsa::traits::{PrivateKeyParts as _, PublicKeyParts as _};
+    let body: String = RFC9578_SK_PEM
+        .lines()
+        .filter(|line| !line.starts_with("-----"))
+        .collect();
+    let private = rsa::RsaPrivateKey::from_pkcs8_der(&STANDARD.decode(body).unwrap()).unwrap();
+    assert_eq!(be_bytes(private.n()), rfc_modulus());
+    RawRsa {
+        n: private.n().clone(),
+        d: private.d().clone(),
+    }
+});
+
+/// The signature whose public operation yields `em` (which must lie below n).
+fn sign_em(em: &[u8; 256]) -> [u8; 256] {
+    let em = rsa::BigUint::from_bytes_be(em);
+    assert!(em < RAW_RSA.n, "EM at or above n");
+    be_bytes(&em.modpow(&RAW_RSA.d, &RAW_RSA.n))
+}
+
+fn sha384(parts: &[&[u8]]) -> [u8; 48] {
+    let mut hash = sha2::Sha384::new();
+    for part in parts {
+        hash.update(part);
+    }
+    hash.finalize().into()
+}
+
+/// EMSA-PSS-ENCODE (RFC 8017 section 9.1.1) for emBits = 2047, written out apart from the
+/// verifier, in two halves so that a test can break a step in between: DB (PS || 0x01 ||
+/// salt, 207 bytes) and H.
+fn pss_db_and_h(message: &[u8], salt: &[u8]) -> (Vec<u8>, [u8; 48]) {
+    let h = sha384(&[&[0; 8], &sha384(&[message]), salt]);
+    let mut db = vec![0u8; 207 - salt.len() - 1];
+    db.push(0x01);
+    db.extend_from_slice(salt);
+    (db, h)
+}
+
+/// maskedDB || H || 0xbc, with the bit above emBits cleared.
+fn pss_em(db: &[u8], h: &[u8; 48]) -> [u8; 256] {
+    let mut em = [0u8; 256];
+    for (counter, chunk) in (0u32..).zip(em[..207].chunks_mut(48)) {
+        let mask = sha384(&[h, &counter.to_be_bytes()]);
+        for ((out, d), m) in chunk.iter_mut().zip(&db[48 * counter as usize..]).zip(mask) {
+            *out = d ^ m;
+        }
+    }
+    em[0] &= 0x7f;
+    em[207..255].copy_from_slice(h);
+    em[255] = 0xbc;
+    em
+}
+
+#[test]
+fn pss_test_encoder_reproduces_rfc9578_vector_1() {
+    let (bytes, _) = rfc_token();
+    let key = pss::PssKey::new(&rfc_modulus(), 65537).unwrap();
+    let em = pss::pow_e_for_tests(&key, bytes[98..].try_into().unwrap());
+    let (db, h) = pss_db_and_h(&bytes[..98], &hex(RFC9578_VECTORS[0].salt));
+    assert_eq!(pss_em(&db, &h), em);
+}
+
+#[test]
+fn emsa_pss_verify_checks_every_step() {
+    let n = rfc_modulus();
+    let message = b"edgewise";
+    let check = |em: &[u8; 256]| verdicts(&n, 65537, message, &sign_em(em));
+    let salt = [0x5a; 48];
+    let (db, h) = pss_db_and_h(message, &salt);
+    let good = pss_em(&db, &h);
+    assert_eq!(check(&good), [true; 3], "well-formed");
+
+    // Step 4: the trailer byte.
+    for trailer in [0x00, 0xbd, 0x3c] {
+        let mut em = good;
+        em[255] = trailer;
+        assert_eq!(check(&em), [false; 3], "trailer {trailer:#04x}");
+    }
+    // Step 6: the bit above emBits. Unmasking clears it again (step 9), so only the explicit
+    // check refuses it; pick a salt whose EM stays below n with it set.
+    let (db, h) = (0u8..)
+        .map(|i| pss_db_and_h(message, &[i; 48]))
+        .find(|(db, h)| {
+            let mut em = pss_em(db, h);
+            em[0] |= 0x80;
+            em < n
+        })
+        .unwrap();
+    let mut em = pss_em(&db, &h);
+    assert_eq!(check(&em), [true; 3]);
+    em[0] |= 0x80;
+    assert_eq!(check(&em), [false; 3], "top bit set");
+    // Step 10: PS all zero, then exactly 0x01; a salt of any length but 48 puts the 0x01
+    // elsewhere.
+    for (at, value) in [
+        (0, 0x01),
+        (0, 0x40),
+        (100, 0x01),
+        (157, 0x80),
+        (158, 0x00),
+        (158, 0x03),
+    ] {
+        let (mut db, h) = pss_db_and_h(message, &salt);
+        db[at] = value;
+        assert_eq!(
+            check(&pss_em(&db, &h)),
+            [false; 3],
+            "DB[{at}] = {value:#04x}"
+        );
+    }
+    for len in [0, 20, 32, 47, 49, 64, 158] {
+        let (db, h) = pss_db_and_h(message, &vec![0x5a; len]);
+        assert_eq!(check(&pss_em(&db, &h)), [false; 3], "salt of {len} bytes");
+    }
+    // Steps 12-14: H' over another message, or another salt than DB carries.
+    let (db, _) = pss_db_and_h(message, &salt);
+    let (_, other_h) = pss_db_and_h(b"edgewisf", &salt);
+    assert_eq!(
+        check(&pss_em(&db, &other_h)),
+        [false; 3],
+        "H of another message"
+    );
+    let (_, other_h) = pss_db_and_h(message, &[0x5b; 48]);
+    assert_eq!(
+        check(&pss_em(&db, &other_h)),
+        [false; 3],
+        "H of another salt"
+    );
+}
+
+#[test]
+fn signatures_out_of_range_or_of_the_wrong_length_do_not_verify() {
+    use rsa::BigUint;
+    let n = rfc_modulus();
+    let message = b"edgewise";
+    // s + n has the same value modulo n: RSAVP1 must refuse it as out of range, not reduce it.
+    // Pick a salt whose signature s leaves room for s + n in 256 bytes.
+    let (good, wrapped) = (0u8..)
+        .map(|i| {
+            let (db, h) = pss_db_and_h(message, &[i; 48]);
+            let good = sign_em(&pss_em(&db, &h));
+            let wrapped = BigUint::from_bytes_be(&good) + BigUint::from_bytes_be(&n);
+            (good, wrapped.to_bytes_be())
+        })
+        .find(|(_, wrapped)| wrapped.len() == 256)
+        .unwrap();
+    assert_eq!(verdicts(&n, 65537, message, &good), [true; 3]);
+    assert_eq!(verdicts(&n, 65537, message, &wrapped), [false; 3], "s + n");
+    let n_plus_1 = be_bytes(&(BigUint::from_bytes_be(&n) + 1u8));
+    let n_minus_1 = be_bytes(&(BigUint::from_bytes_be(&n) - 1u8));
+    let mut one = [0u8; 256];
+    one[255] = 1;
+    for s in [n, n_plus_1, [0xff; 256], n_minus_1, [0; 256], one] {
+        assert_eq!(verdicts(&n, 65537, message, &s), [false; 3]);
+    }
+    let longer = [&[0u8][..], &good].concat();
+    for s in [&good[..255], &good[1..], &longer, &[], &good[..1]] {
+        assert_eq!(
+            verdicts(&n, 65537, message, s),
+            [false; 3],
+            "{} bytes",
+            s.len()
+        );
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Well-formed signatures over random messages and salts verify on both limb widths, and
+    /// stop verifying once a byte of the signature or message changes.
+    #[test]
+    fn both_limb_widths_verify_pss(
+        message in proptest::collection::vec(any::<u8>(), 0..300),
+        salt in any::<[[u8; 16]; 3]>(),
+        flip in any::<proptest::sample::Index>(),
+    ) {
+        let n = rfc_modulus();
+        let (db, h) = pss_db_and_h(&message, salt.as_flattened());
+        let signature = sign_em(&pss_em(&db, &h));
+        prop_assert_eq!(verdicts(&n, 65537, &message, &signature), [true; 3]);
+        let mut bad = signature;
+        bad[flip.index(256)] ^= 0x04;
+        prop_assert_eq!(verdicts(&n, 65537, &message, &bad), [false; 3]);
+        let mut other = message.clone();
+        other.push(0);
+        prop_assert_eq!(verdicts(&n, 65537, &other, &signature), [false; 3]);
+    }
+}

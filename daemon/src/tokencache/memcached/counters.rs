@@ -1,6 +1,6 @@
 //! Per-server counters, rendered on `/metrics` with a `server` label.
 
-use crate::metrics::{Counter, Exposition, Gauge};
+use crate::metrics::{Counter, Exposition, Family, Gauge};
 
 #[derive(Debug, Default)]
 pub(crate) struct ServerCounters {
@@ -21,10 +21,8 @@ pub(crate) struct ServerCounters {
     pub(crate) limit_maxbytes: Gauge,
 }
 
-type Field = fn(&ServerCounters) -> i64;
-
-/// (name, type, help, accessor) for every field above.
-const FAMILIES: [(&str, &str, &str, Field); 13] = [
+/// Every field above as a `/metrics` family.
+const FAMILIES: [Family<ServerCounters>; 13] = [
     (
         "edgewise_memcached_commands_total",
         "counter",
@@ -108,12 +106,10 @@ const FAMILIES: [(&str, &str, &str, Field); 13] = [
 /// Writes every family, one sample per server.
 pub(crate) fn render<'a>(
     page: &mut Exposition,
-    servers: impl Iterator<Item = (&'a str, &'a ServerCounters)> + Clone,
+    servers: impl Iterator<Item = (&'a str, &'a ServerCounters)>,
 ) {
-    for (name, kind, help, field) in FAMILIES {
-        page.family(name, kind, help);
-        for (addr, counters) in servers.clone() {
-            page.sample(name, &[("server", addr)], field(counters));
-        }
-    }
+    let labels: Vec<([(&str, &str); 1], &ServerCounters)> =
+        servers.map(|(addr, c)| ([("server", addr)], c)).collect();
+    let sources: Vec<_> = labels.iter().map(|(l, c)| (&l[..], *c)).collect();
+    page.families(&FAMILIES, &sources);
 }

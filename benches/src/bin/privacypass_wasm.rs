@@ -1,0 +1,147 @@
+//! Privacy Pass token verification as a plain binary, so it runs where criterion cannot:
+//! compiled to `wasm32-wasip1` under Node (V8, the engine Workers run) by
+//! `scripts/bench-privacypass-wasm.sh`. Built natively it prints the same table, for a
+//! side-by-side read.
+//!
+//!   privacypass_wasm [--batches N] [--batch-ms MS]
+//!
+//! Each cell is the median over batches (rows interleaved) of the time per `Verifier::verify` of
+//! an already decoded token: essentially the RSA-2048 PSS verification, since the challenge and
+//! key lookups before it cost well under a microsecond.
+
+// The vectors' file (below) flags its issuer-only items with a feature this crate does not have.
+#![allow(unexpected_cfgs)]
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use edgewise::{IssuerKey, Token, TokenChallenge, TokenError, Verifier};
+use edgewise_benches::batch::{Config, Sampler};
+
+// The published vectors themselves, read where the unit tests keep them, not copied here: this
+// binary uses only some of them.
+#[allow(dead_code)]
+#[path = "../../../shared/src/privacypass/tests/vectors.rs"]
+mod vectors;
+
+use vectors::{RFC9578_PK_HEX, RFC9578_VECTORS};
+
+/// Far from any expiry: the vectors' keys are added without one anyway.
+const NOW: u64 = 1_700_000_000;
+
+fn hex(text: &str) -> Result<Vec<u8>, String> {
+    if !text.len().is_multiple_of(2) {
+        return Err(format!("odd hex length {}", text.len()));
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|e| e.to_string()))
+        .collect()
+}
+
+struct Fixture {
+    verifier: Verifier,
+    digest: [u8; 32],
+    valid: Vec<u8>,
+    /// The valid token with its last signature byte changed: still below n, so verification
+    /// runs the whole RSA operation before it fails.
+    forged: Vec<u8>,
+}
+
+fn fixture() -> Result<Fixture, String> {
+    let key = IssuerKey::from_spki(&hex(RFC9578_PK_HEX)?).map_err(|e| e.to_string())?;
+    let mut verifier = Verifier::new();
+    verifier.add_key(key, None);
+    let vector = &RFC9578_VECTORS[0];
+    let challenge = hex(vector.challenge)?;
+    let digest = TokenChallenge::decode(&challenge)
+        .map_err(|e| e.to_string())?
+        .digest();
+    let valid = hex(vector.token)?;
+    let mut forged = valid.clone();
+    if let Some(last) = forged.last_mut() {
+        *last ^= 1;
+    }
+    let f = Fixture {
+        verifier,
+        digest,
+        valid,
+        forged,
+    };
+    if check(&f, &f.valid) != Ok(()) || check(&f, &f.forged) != Err(TokenError::BadSignature) {
+        return Err("the RFC 9578 vector does not verify as expected".to_owned());
+    }
+    Ok(f)
+}
+
+fn check(f: &Fixture, token: &[u8]) -> Result<(), TokenError> {
+    let token = Token::from_bytes(black_box(token))?;
+    f.verifier.verify(&token, &[f.digest], NOW)
+}
+
+fn run(cfg: &Config, f: &Fixture) -> Vec<(&'static str, f64)> {
+    let rows = ["RFC 9578 vector 1 (valid)", "same, signature forged"];
+    let mut sampler = Sampler::new(cfg);
+    for _ in 0..cfg.batches {
+        sampler.batch(rows[0], 1, || check(f, &f.valid).is_ok());
+        sampler.batch(rows[1], 1, || check(f, &f.forged).is_ok());
+    }
+    rows.iter()
+        .map(|&row| (row, sampler.median(row).unwrap_or(f64::NAN)))
+        .collect()
+}
+
+fn parse_args() -> Result<Config, String> {
+    let mut cfg = Config {
+        batches: 31,
+        batch: Duration::from_millis(20),
+        warm_up: Duration::from_millis(300),
+    };
+    let mut argv = std::env::args().skip(1);
+    while let Some(flag) = argv.next() {
+        let value = argv.next().ok_or(format!("{flag} needs a value"))?;
+        let n: u64 = value
+            .parse()
+            .map_err(|_| format!("{flag}: not a number: {value}"))?;
+        match flag.as_str() {
+            "--batches" if n > 0 => cfg.batches = n as usize,
+            "--batch-ms" if n > 0 => cfg.batch = Duration::from_millis(n),
+            _ => return Err(format!("unknown or zero argument {flag} {value}")),
+        }
+    }
+    Ok(cfg)
+}
+
+fn main() -> ExitCode {
+    let cfg = match parse_args() {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            eprintln!(
+                "privacypass_wasm: {e}\nusage: privacypass_wasm [--batches N] [--batch-ms MS]"
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let f = match fixture() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("privacypass_wasm: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let target = if cfg!(target_family = "wasm") {
+        "wasm32-wasip1"
+    } else {
+        "native"
+    };
+    println!(
+        "edgewise privacypass verify, {target}: median of {} batches of ~{} ms, us per verify",
+        cfg.batches,
+        cfg.batch.as_millis(),
+    );
+    for (row, ns) in run(&cfg, &f) {
+        println!("  {row:<28} {:>8.1} us", ns / 1000.0);
+    }
+    ExitCode::SUCCESS
+}
