@@ -8,10 +8,11 @@
 #
 # Without --pool-mib the pool is twice the L3 size lscpu reports (256 MiB if it reports none).
 #
-# To see that the verification loop vectorizes (edgewise::workspace::verify::is_zero):
-#   cargo rustc --release -p edgewise --lib -- --emit asm -C codegen-units=1
-#   cargo rustc --release -p edgewise --lib --target wasm32-unknown-unknown -- --emit asm
-# and look for `is_zero` in target/{,wasm32-unknown-unknown/}release/deps/edgewise-*.s.
+# To see that the verification loop (edgewise::workspace::verify::is_zero) vectorizes, look at
+# the linked binaries this script builds (the release profile's fat LTO runs the vectorizers at
+# link time, so `--emit asm` of the lib alone shows scalar code):
+#   objdump -d --no-show-raw-insn target/release/workspace_wasm | grep -A60 'is_zero.*>:'
+#   node_modules/.bin/wasm-dis target/wasm32-wasip1/release/workspace_wasm.wasm | grep -A300 'func .*is_zero'
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"

@@ -26,6 +26,13 @@ for component in rustfmt clippy; do
   fi
 done
 
+# Miri checks the workspace arena's tests for undefined behaviour (scripts/test.sh runs it): a
+# nightly toolchain with the miri and rust-src components, installed once.
+if ! rustup +nightly component list --installed 2>/dev/null | grep -q '^miri'; then
+  log "rustup toolchain install nightly (miri, rust-src)"
+  rustup toolchain install nightly --profile minimal --component miri --component rust-src
+fi
+
 # Cargo.lock is the source of truth for tool versions; make sure it exists.
 [ -f Cargo.lock ] || cargo generate-lockfile
 

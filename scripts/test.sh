@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: setup, formatting, lints (native and wasm32), Rust unit and integration
-# tests (the real edgewised binary), the built Wasm worker in Miniflare against real local
-# origins, and a `wrangler deploy --dry-run`. Ends with one "N passed, N failed" line.
+# tests (the real edgewised binary and a real memcached), Miri over the workspace arena, the
+# built Wasm worker in Miniflare against real local origins, edgewised and memcached, and a
+# `wrangler deploy --dry-run`. Ends with one "N passed, N failed" line.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -26,6 +27,10 @@ js_log="$STATE_DIR/test-js.log"
 log "cargo test (unit, integration, benchmark smoke runs, doctests)"
 cargo test --workspace --all-targets --locked 2>&1 | tee "$rust_log"
 cargo test --workspace --doc --locked 2>&1 | tee -a "$rust_log"
+
+log "miri: the workspace arena's tests (shared/src/workspace) under the UB checker"
+# Its own target dir: Miri builds differ from normal ones and would evict them.
+CARGO_TARGET_DIR=target/miri cargo +nightly miri test --locked -p edgewise --lib workspace 2>&1 | tail -3
 
 log "build the Wasm worker"
 bash scripts/build-worker.sh

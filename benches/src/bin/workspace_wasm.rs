@@ -109,9 +109,9 @@ const BLOCKS: [&[usize]; 3] = [&[0], &[3, 4], &[1, 2]];
 
 /// In the pool, interleaving unlike peers times each in the wake of the one before: a full
 /// clear leaves the last-level cache full of dirty lines, the touch of the plain buffers
-/// another working set, and the next batch pays for their write-back (measured: +50% for a
-/// watermark batch after a full clear at 20 KiB, +30% after the touch, despite an untimed pass
-/// over the pool). So only peers with the same footprint are interleaved, block by block, and
+/// another working set, and the next batch pays for their write-back (measured at 20 KiB: +45%
+/// for a watermark batch right after a full clear, +25-40% right after the touch, despite an
+/// untimed pass over the pool). So only peers with the same footprint are interleaved, and
 /// each batch is preceded by an untimed pass over the pool in its own configuration: every
 /// figure is that configuration's steady state, as on a host running only it.
 fn pool(cfg: &Config, pool: &mut Pool) -> Vec<Row> {
@@ -257,18 +257,20 @@ fn verification(cfg: &Config, pool: &mut Pool) {
                 .sum::<usize>()
         });
     }
-    // The pool in blocks, light before heavy, as in the pool table: a check at every reset
-    // reads ~500 KiB of cold memory per request.
+    // The pool one configuration at a time, as in the pool table (a check at every reset reads
+    // ~500 KiB of cold memory per request).
+    plain_pool.settle(&sizes);
     for _ in 0..cfg.batches {
-        plain_pool.settle(&sizes);
         sampler.batch("pool-touch", PER_CALL, || {
             sizes
                 .iter()
                 .map(|&u| bench::touch_only(plain_pool.next_buffer(), u))
                 .sum::<usize>()
         });
-        pool.set(ScrubMode::Watermark, 0);
-        pool.settle(&sizes);
+    }
+    pool.set(ScrubMode::Watermark, 0);
+    pool.settle(&sizes);
+    for _ in 0..cfg.batches {
         sampler.batch("pool-never", PER_CALL, || {
             sizes
                 .iter()

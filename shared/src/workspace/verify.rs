@@ -6,15 +6,17 @@
 //! 0)` and a byte loop with an early return stay scalar (one byte per compare and branch), and
 //! a byte-wise OR-fold without early exit vectorizes natively but not in Wasm.
 //!
-//! What the compiler makes of it (release, checked in the emitted code; see
-//! `scripts/bench-workspace.sh` for the commands, `benches/benches/workspace.rs` for timings):
+//! What the compiler makes of it (release builds, checked in the linked binaries; see
+//! `scripts/bench-workspace.sh` for the commands, `benches/benches/workspace.rs` for timings).
+//! Look at a linked binary: the release profiles use fat LTO, so `--emit asm` of this crate
+//! alone shows code from before LLVM's vectorizers ran (a chain of scalar 64-bit `or`s).
 //! - x86_64 (baseline SSE2): per block, 16 unaligned 16-byte loads (`movdqu`) folded by 15
 //!   `por`, then one `pcmpeqd`/`movmskps` test; the sub-block tail is vectorized as well.
 //!   ~50 GB/s from L2, 50x the byte loop.
 //! - wasm32 (the target leaves `simd128` off): per block, 32 `i64.load` folded by 31 `i64.or`,
-//!   one test: eight bytes per instruction, ~25 GB/s under V8. With `+simd128` LLVM still picks
-//!   the i64 form for the block (only the tail becomes `v128`), so enabling SIMD for the worker
-//!   would not change this loop.
+//!   one test: eight bytes per instruction, 20-30 GB/s under V8. With `+simd128` LLVM still
+//!   picks the i64 form for the block (only the tail becomes `v128`), so enabling SIMD for the
+//!   worker would not change this loop. The zeroing itself is a `memory.fill`.
 
 /// Bytes OR-folded between two tests for non-zero.
 const BLOCK: usize = 256;
