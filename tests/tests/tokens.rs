@@ -179,20 +179,11 @@ async fn full_memcached_means_unavailable() {
 /// Stores values until memcached (run with -M) refuses for lack of memory: large ones first,
 /// then ones the size of a spend record, so that no slab class has room left.
 fn fill(addr: &str) {
-    use std::io::{BufRead, BufReader, Write};
-    let stream = std::net::TcpStream::connect(addr).unwrap();
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
+    let mut conn = RawConnection::open(addr);
     for (size, limit) in [(100 * 1024, 1_000), (1, 1_000_000)] {
         let value = vec![b'x'; size];
         let full = (0..limit).any(|i| {
-            let key = format!("ew:pp:fill-{size}-{i:058}");
-            let mut command = format!("set {key} 0 0 {size}\r\n").into_bytes();
-            command.extend_from_slice(&value);
-            command.extend_from_slice(b"\r\n");
-            writer.write_all(&command).unwrap();
-            let mut line = String::new();
-            reader.read_line(&mut line).unwrap();
+            let line = conn.set(&format!("ew:pp:fill-{size}-{i:058}"), &value);
             assert!(
                 line == "STORED\r\n" || line.starts_with("SERVER_ERROR out of memory"),
                 "{line}"
@@ -203,6 +194,44 @@ fn fill(addr: &str) {
             full,
             "memcached -M never ran out of memory for {size}-byte values"
         );
+    }
+}
+
+/// Stores far more than memcached's memory holds, so that it evicts.
+fn evict(addr: &str) {
+    let mut conn = RawConnection::open(addr);
+    let value = vec![b'x'; 100 * 1024];
+    for i in 0..100 {
+        assert_eq!(conn.set(&format!("evict{i}"), &value), "STORED\r\n");
+    }
+}
+
+/// A plain text-protocol connection, for setting memcached up behind the cache's back.
+struct RawConnection {
+    reader: std::io::BufReader<std::net::TcpStream>,
+    writer: std::net::TcpStream,
+}
+
+impl RawConnection {
+    fn open(addr: &str) -> RawConnection {
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        let reader = std::io::BufReader::new(stream.try_clone().unwrap());
+        RawConnection {
+            reader,
+            writer: stream,
+        }
+    }
+
+    /// One `set`, in one write; returns the reply line.
+    fn set(&mut self, key: &str, value: &[u8]) -> String {
+        use std::io::{BufRead, Write};
+        let mut command = format!("set {key} 0 0 {}\r\n", value.len()).into_bytes();
+        command.extend_from_slice(value);
+        command.extend_from_slice(b"\r\n");
+        self.writer.write_all(&command).unwrap();
+        let mut line = String::new();
+        self.reader.read_line(&mut line).unwrap();
+        line
     }
 }
 
@@ -253,4 +282,40 @@ async fn fail_open_is_explicit_and_counted() {
         "{page}"
     );
     assert!(page.contains("edgewise_token_fail_open 1"), "{page}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memcached_evictions_are_exported() {
+    // Without -M a full memcached evicts; every eviction may free a spent token.
+    let memcached = Memcached::start(&["-m", "2"]);
+    let config = TokensConfig {
+        memcached: MemcachedConfig {
+            servers: vec![memcached.addr()],
+            stats_interval_secs: 1,
+            ..MemcachedConfig::default()
+        },
+        ..TokensConfig::default()
+    };
+    let cache = TokenCache::start(&config, &WorkspaceSettings::default()).unwrap();
+    evict(&memcached.addr());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let name = format!(
+        "edgewise_memcached_evictions{{server=\"{}\"}} ",
+        memcached.addr()
+    );
+    loop {
+        let mut page = edgewise_daemon::metrics::Exposition::default();
+        cache.render(&mut page);
+        let page = page.finish();
+        let evictions: u64 = page
+            .lines()
+            .find_map(|l| l.strip_prefix(&name))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if evictions > 0 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no evictions exported:\n{page}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
