@@ -15,13 +15,6 @@
 #   node_modules/.bin/wasm-dis target/wasm32-wasip1/release/workspace_wasm.wasm | grep -A300 'func .*is_zero'
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
-cd "$ROOT"
-target_dir="${CARGO_TARGET_DIR:-$ROOT/target}"
-
-if ! rustup target list --installed | grep -qx wasm32-wasip1; then
-  log "installing the wasm32-wasip1 target"
-  rustup target add wasm32-wasip1
-fi
 
 pool=()
 if [[ " $* " != *" --pool-mib "* ]]; then
@@ -32,17 +25,7 @@ if [[ " $* " != *" --pool-mib "* ]]; then
   fi
 fi
 
-log "building workspace_wasm for wasm32-wasip1 and natively (release: fat LTO, takes a while)"
-cargo build --release -p edgewise-benches --bin workspace_wasm --target wasm32-wasip1
-cargo build --release -p edgewise-benches --bin workspace_wasm
-
-log "wasm32-wasip1 under Node $(node --version)"
-# Node 20 flags WASI as experimental on every run; the warning says nothing about the results.
 # --single-threaded-gc: Node 20.20 segfaults while tearing down a WASI instance whose memory grew
 # past ~120 MiB (the pool), after the module has returned; a single-threaded GC avoids it. The
 # module allocates nothing from JS while it runs, so the GC setting does not touch the timings.
-node --disable-warning=ExperimentalWarning --single-threaded-gc benches/js/run-wasi.mjs \
-  "$target_dir/wasm32-wasip1/release/workspace_wasm.wasm" "${pool[@]}" "$@"
-
-log "native"
-"$target_dir/release/workspace_wasm" "${pool[@]}" "$@"
+run_wasm_bench workspace_wasm --single-threaded-gc -- "${pool[@]}" "$@"

@@ -46,3 +46,35 @@ wait_http() {
   done
   return 1
 }
+
+# Builds the bench binary $1 of edgewise-benches (release) for wasm32-wasip1 and natively, then
+# runs it under Node and natively, each printing its table. Flags up to `--` go to node, the
+# arguments after it to both runs (relative paths among them are read from $ROOT):
+#   run_wasm_bench BIN [NODE_FLAGS...] -- [ARGS...]
+run_wasm_bench() (
+  cd "$ROOT"
+  local bin=$1 target_dir="${CARGO_TARGET_DIR:-$ROOT/target}" node_flags=()
+  shift
+  while (($# > 0)) && [[ "$1" != -- ]]; do
+    node_flags+=("$1")
+    shift
+  done
+  if (($# > 0)); then shift; fi
+
+  if ! rustup target list --installed | grep -qx wasm32-wasip1; then
+    log "installing the wasm32-wasip1 target"
+    rustup target add wasm32-wasip1
+  fi
+
+  log "building $bin for wasm32-wasip1 and natively (release: fat LTO, takes a while)"
+  cargo build --release -p edgewise-benches --bin "$bin" --target wasm32-wasip1
+  cargo build --release -p edgewise-benches --bin "$bin"
+
+  log "wasm32-wasip1 under Node $(node --version)"
+  # Node 20 flags WASI as experimental on every run; the warning says nothing about the results.
+  node --disable-warning=ExperimentalWarning "${node_flags[@]}" benches/js/run-wasi.mjs \
+    "$target_dir/wasm32-wasip1/release/$bin.wasm" "$@"
+
+  log "native"
+  "$target_dir/release/$bin" "$@"
+)

@@ -10,8 +10,8 @@
 
 use std::hint::black_box;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
 
+use edgewise_benches::batch::{Config, Sampler, TARGET, fmt_ns};
 use edgewise_benches::peers::{
     self, Case, Edgewise, FxHashSet, Lookup, Peers, RadixTrieSet, StdHashSet, TrieHardSet, Visit,
 };
@@ -25,78 +25,6 @@ const PEERS: [&str; 6] = [
     "radix-trie",
     "original-loop",
 ];
-
-#[derive(Debug, Clone, Copy)]
-struct Config {
-    batches: usize,
-    batch: Duration,
-    // Long enough for V8 to compile the hot Wasm functions with TurboFan in the background.
-    warm_up: Duration,
-}
-
-/// One call of the measured loop, kept out of line: V8 has no on-stack replacement for Wasm, so
-/// code only leaves its baseline (Liftoff) tier on a fresh call. Were the loop inlined into its
-/// caller, which runs once, every batch would time baseline code.
-#[inline(never)]
-fn pass<R>(f: &mut impl FnMut() -> R) -> R {
-    f()
-}
-
-/// Timings of one table row. Peers take turns batch by batch (round after round, each peer one
-/// short batch per round), so a slow stretch of a shared machine hits all of them alike instead
-/// of skewing whichever peer it happened to fall on: on our 2-core VMs absolute times drift by up
-/// to 2x between runs, while the ratios of interleaved peers stay within a few percent.
-struct Sampler<'c> {
-    cfg: &'c Config,
-    /// Per peer, in first-seen order: calls per batch and ns per op of each batch.
-    peers: Vec<(&'static str, usize, Vec<f64>)>,
-}
-
-impl<'c> Sampler<'c> {
-    fn new(cfg: &'c Config) -> Self {
-        Sampler {
-            cfg,
-            peers: Vec::new(),
-        }
-    }
-
-    /// Times one batch of calls of `f`, which performs `ops` operations per call; the first
-    /// time a peer is seen it is warmed up and its calls per batch are calibrated.
-    fn batch<R>(&mut self, name: &'static str, ops: usize, mut f: impl FnMut() -> R) {
-        let index = match self.peers.iter().position(|(n, _, _)| *n == name) {
-            Some(index) => index,
-            None => {
-                let warm_start = Instant::now();
-                let mut calls = 0u32;
-                while warm_start.elapsed() < self.cfg.warm_up || calls < 10 {
-                    black_box(pass(&mut f));
-                    calls += 1;
-                }
-                let per_call = (warm_start.elapsed() / calls).as_nanos().max(1);
-                let reps = (self.cfg.batch.as_nanos() / per_call).max(1) as usize;
-                self.peers.push((name, reps, Vec::new()));
-                self.peers.len() - 1
-            }
-        };
-        let (_, reps, samples) = &mut self.peers[index];
-        let start = Instant::now();
-        for _ in 0..*reps {
-            black_box(pass(&mut f));
-        }
-        samples.push(start.elapsed().as_nanos() as f64 / (*reps * ops) as f64);
-    }
-
-    /// Median ns per op of each peer.
-    fn medians(self) -> Vec<(&'static str, f64)> {
-        self.peers
-            .into_iter()
-            .map(|(name, _, mut samples)| {
-                samples.sort_by(f64::total_cmp);
-                (name, samples[samples.len() / 2])
-            })
-            .collect()
-    }
-}
 
 struct Row {
     workload: String,
@@ -230,16 +158,6 @@ fn build(cfg: &Config, rows: &mut Vec<Row>) {
     });
 }
 
-fn fmt_ns(ns: f64) -> String {
-    if ns < 10.0 {
-        format!("{ns:.2}")
-    } else if ns < 100.0 {
-        format!("{ns:.1}")
-    } else {
-        format!("{ns:.0}")
-    }
-}
-
 fn print_table(rows: &[Row]) {
     print!("{:<18} {:<8}", "workload", "ns per");
     for peer in PEERS {
@@ -267,46 +185,17 @@ fn print_table(rows: &[Row]) {
     }
 }
 
-fn parse_args() -> Result<Config, String> {
-    let mut cfg = Config {
-        batches: 75,
-        batch: Duration::from_millis(2),
-        warm_up: Duration::from_millis(100),
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        let value = args.next().ok_or(format!("{flag} needs a value"))?;
-        let n: u64 = value
-            .parse()
-            .map_err(|_| format!("{flag}: not a number: {value}"))?;
-        match flag.as_str() {
-            "--batches" if n > 0 => cfg.batches = n as usize,
-            "--batch-ms" if n > 0 => cfg.batch = Duration::from_millis(n),
-            _ => return Err(format!("unknown or zero argument {flag} {value}")),
-        }
-    }
-    Ok(cfg)
-}
-
 fn main() -> ExitCode {
-    let cfg = match parse_args() {
+    let cfg = match Config::new(75, 2, 100).from_args("headers_wasm", "", |_, _| false) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            eprintln!("headers_wasm: {e}\nusage: headers_wasm [--batches N] [--batch-ms MS]");
-            return ExitCode::from(2);
-        }
-    };
-    let target = if cfg!(target_family = "wasm") {
-        "wasm32-wasip1"
-    } else {
-        "native"
+        Err(code) => return code,
     };
     let mut rows = Vec::new();
     let w1_info = w1(&cfg, &mut rows);
     let w2_info = requests(&cfg, &mut rows);
     build(&cfg, &mut rows);
     println!(
-        "edgewise headers bench, {target}: median of {} batches of ~{} ms; ns per op, \
+        "edgewise headers bench, {TARGET}: median of {} batches of ~{} ms; ns per op, \
          (x) = edgewise / peer",
         cfg.batches,
         cfg.batch.as_millis()

@@ -14,10 +14,9 @@
 
 use std::hint::black_box;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use edgewise::{IssuerKey, Token, TokenChallenge, TokenError, Verifier};
-use edgewise_benches::batch::{Config, Sampler};
+use edgewise_benches::batch::{Config, Sampler, TARGET};
 
 // The published vectors themselves, read where the unit tests keep them, not copied here: this
 // binary uses only some of them.
@@ -92,36 +91,10 @@ fn run(cfg: &Config, f: &Fixture) -> Vec<(&'static str, f64)> {
         .collect()
 }
 
-fn parse_args() -> Result<Config, String> {
-    let mut cfg = Config {
-        batches: 31,
-        batch: Duration::from_millis(20),
-        warm_up: Duration::from_millis(300),
-    };
-    let mut argv = std::env::args().skip(1);
-    while let Some(flag) = argv.next() {
-        let value = argv.next().ok_or(format!("{flag} needs a value"))?;
-        let n: u64 = value
-            .parse()
-            .map_err(|_| format!("{flag}: not a number: {value}"))?;
-        match flag.as_str() {
-            "--batches" if n > 0 => cfg.batches = n as usize,
-            "--batch-ms" if n > 0 => cfg.batch = Duration::from_millis(n),
-            _ => return Err(format!("unknown or zero argument {flag} {value}")),
-        }
-    }
-    Ok(cfg)
-}
-
 fn main() -> ExitCode {
-    let cfg = match parse_args() {
+    let cfg = match Config::new(31, 20, 300).from_args("privacypass_wasm", "", |_, _| false) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            eprintln!(
-                "privacypass_wasm: {e}\nusage: privacypass_wasm [--batches N] [--batch-ms MS]"
-            );
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let f = match fixture() {
         Ok(f) => f,
@@ -130,13 +103,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let target = if cfg!(target_family = "wasm") {
-        "wasm32-wasip1"
-    } else {
-        "native"
-    };
     println!(
-        "edgewise privacypass verify, {target}: median of {} batches of ~{} ms, us per verify",
+        "edgewise privacypass verify, {TARGET}: median of {} batches of ~{} ms, us per verify",
         cfg.batches,
         cfg.batch.as_millis(),
     );

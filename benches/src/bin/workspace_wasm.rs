@@ -13,10 +13,9 @@
 //! state (see [`pool`]).
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use edgewise::ScrubMode;
-use edgewise_benches::batch::{Config, Sampler};
+use edgewise_benches::batch::{Config, Sampler, TARGET, fmt_ns};
 use edgewise_benches::workspace::{
     self as bench, BufferPool, CONFIGS, MIX, Pool, SIZE, TARGET_USED, USED, peers,
 };
@@ -24,10 +23,10 @@ use edgewise_benches::workspace::{
 /// Requests per timed call: enough to amortize the call, and a whole cycle of the [`MIX`].
 const PER_CALL: usize = MIX.len();
 
-#[derive(Debug, Clone, Copy)]
-struct Args {
-    cfg: Config,
-    pool_bytes: usize,
+/// One timed call: `request` (or a touch) at each size of `sizes` in turn; the sum of what they
+/// return, to keep the work observable.
+fn each(sizes: &[usize], mut request: impl FnMut(usize) -> usize) -> usize {
+    sizes.iter().map(|&used| request(used)).sum()
 }
 
 /// Row label and the request sizes one call runs.
@@ -81,21 +80,13 @@ fn single(cfg: &Config) -> Vec<Row> {
         let mut sampler = Sampler::new(cfg);
         for _ in 0..cfg.batches {
             sampler.batch("touch", PER_CALL, || {
-                sizes
-                    .iter()
-                    .map(|&u| bench::touch_only(&mut plain, u))
-                    .sum::<usize>()
+                each(&sizes, |u| bench::touch_only(&mut plain, u))
             });
             for (name, ws) in &mut workspaces {
-                sampler.batch(name, PER_CALL, || {
-                    sizes.iter().map(|&u| bench::request(ws, u)).sum::<usize>()
-                });
+                sampler.batch(name, PER_CALL, || each(&sizes, |u| bench::request(ws, u)));
             }
             sampler.batch("fresh-vec", PER_CALL, || {
-                sizes
-                    .iter()
-                    .map(|&u| bench::fresh_vec_request(u))
-                    .sum::<usize>()
+                each(&sizes, bench::fresh_vec_request)
             });
         }
         out.push(finish_row(label, &sampler, &sizes, true));
@@ -126,10 +117,7 @@ fn pool(cfg: &Config, pool: &mut Pool) -> Vec<Row> {
                         0 => {
                             plain.settle(&sizes);
                             sampler.batch("touch", PER_CALL, || {
-                                sizes
-                                    .iter()
-                                    .map(|&u| bench::touch_only(plain.next_buffer(), u))
-                                    .sum::<usize>()
+                                each(&sizes, |u| bench::touch_only(plain.next_buffer(), u))
                             });
                         }
                         peer => {
@@ -137,10 +125,7 @@ fn pool(cfg: &Config, pool: &mut Pool) -> Vec<Row> {
                             pool.set(mode, one_in);
                             pool.settle(&sizes);
                             sampler.batch(name, PER_CALL, || {
-                                sizes
-                                    .iter()
-                                    .map(|&u| bench::request(pool.next_workspace(), u))
-                                    .sum::<usize>()
+                                each(&sizes, |u| bench::request(pool.next_workspace(), u))
                             });
                         }
                     }
@@ -150,18 +135,6 @@ fn pool(cfg: &Config, pool: &mut Pool) -> Vec<Row> {
         out.push(finish_row(label, &sampler, &sizes, false));
     }
     out
-}
-
-fn fmt_ns(ns: f64) -> String {
-    if ns.is_nan() {
-        "-".to_owned()
-    } else if ns < 10.0 {
-        format!("{ns:.2}")
-    } else if ns < 100.0 {
-        format!("{ns:.1}")
-    } else {
-        format!("{ns:.0}")
-    }
 }
 
 fn fmt_bytes(b: f64) -> String {
@@ -239,54 +212,30 @@ fn verification(cfg: &Config, pool: &mut Pool) {
     let mut sampler = Sampler::new(cfg);
     for _ in 0..cfg.batches {
         sampler.batch("touch", PER_CALL, || {
-            sizes
-                .iter()
-                .map(|&u| bench::touch_only(&mut plain, u))
-                .sum::<usize>()
+            each(&sizes, |u| bench::touch_only(&mut plain, u))
         });
         sampler.batch("every", PER_CALL, || {
-            sizes
-                .iter()
-                .map(|&u| bench::request(&mut every, u))
-                .sum::<usize>()
+            each(&sizes, |u| bench::request(&mut every, u))
         });
         sampler.batch("never", PER_CALL, || {
-            sizes
-                .iter()
-                .map(|&u| bench::request(&mut never, u))
-                .sum::<usize>()
+            each(&sizes, |u| bench::request(&mut never, u))
         });
     }
     // The pool one configuration at a time, as in the pool table (a check at every reset reads
     // ~500 KiB of cold memory per request).
     plain_pool.settle(&sizes);
-    for _ in 0..cfg.batches {
-        sampler.batch("pool-touch", PER_CALL, || {
-            sizes
-                .iter()
-                .map(|&u| bench::touch_only(plain_pool.next_buffer(), u))
-                .sum::<usize>()
-        });
-    }
+    sampler.batches("pool-touch", PER_CALL, || {
+        each(&sizes, |u| bench::touch_only(plain_pool.next_buffer(), u))
+    });
     pool.set(ScrubMode::Watermark, 0);
     pool.settle(&sizes);
-    for _ in 0..cfg.batches {
-        sampler.batch("pool-never", PER_CALL, || {
-            sizes
-                .iter()
-                .map(|&u| bench::request(pool.next_workspace(), u))
-                .sum::<usize>()
-        });
-    }
+    sampler.batches("pool-never", PER_CALL, || {
+        each(&sizes, |u| bench::request(pool.next_workspace(), u))
+    });
     pool.set(ScrubMode::Watermark, 1);
-    for _ in 0..cfg.batches {
-        sampler.batch("pool-every", PER_CALL, || {
-            sizes
-                .iter()
-                .map(|&u| bench::request(pool.next_workspace(), u))
-                .sum::<usize>()
-        });
-    }
+    sampler.batches("pool-every", PER_CALL, || {
+        each(&sizes, |u| bench::request(pool.next_workspace(), u))
+    });
     let median = |name| sampler.median(name).unwrap_or(f64::NAN);
     let rate = f64::from(edgewise::DEFAULT_VERIFY_ONE_IN);
     println!(
@@ -325,56 +274,28 @@ fn verification(cfg: &Config, pool: &mut Pool) {
     }
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        cfg: Config {
-            batches: 31,
-            batch: Duration::from_millis(4),
-            warm_up: Duration::from_millis(100),
-        },
-        pool_bytes: default_pool_bytes(),
-    };
-    let mut argv = std::env::args().skip(1);
-    while let Some(flag) = argv.next() {
-        let value = argv.next().ok_or(format!("{flag} needs a value"))?;
-        let n: u64 = value
-            .parse()
-            .map_err(|_| format!("{flag}: not a number: {value}"))?;
-        match flag.as_str() {
-            "--batches" if n > 0 => args.cfg.batches = n as usize,
-            "--batch-ms" if n > 0 => args.cfg.batch = Duration::from_millis(n),
-            "--pool-mib" if n > 0 => args.pool_bytes = (n as usize) << 20,
-            _ => return Err(format!("unknown or zero argument {flag} {value}")),
-        }
-    }
-    Ok(args)
-}
-
 /// Twice the last-level cache, when it can be read (not in WASI); else 256 MiB.
 fn default_pool_bytes() -> usize {
     bench::llc_bytes().map_or(256 << 20, |llc| 2 * llc)
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!(
-                "workspace_wasm: {e}\n\
-                 usage: workspace_wasm [--batches N] [--batch-ms MS] [--pool-mib MIB]"
-            );
-            return ExitCode::from(2);
+    let mut pool_bytes = default_pool_bytes();
+    let pool_mib = |flag: &str, mib: u64| {
+        let take = flag == "--pool-mib";
+        if take {
+            pool_bytes = (mib as usize) << 20;
         }
+        take
     };
-    let target = if cfg!(target_family = "wasm") {
-        "wasm32-wasip1"
-    } else {
-        "native"
+    let defaults = Config::new(31, 4, 100);
+    let cfg = &match defaults.from_args("workspace_wasm", " [--pool-mib MIB]", pool_mib) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
     };
-    let cfg = &args.cfg;
-    let count = bench::pool_len(args.pool_bytes);
+    let count = bench::pool_len(pool_bytes);
     println!(
-        "edgewise workspace bench, {target}: median of {} batches of ~{} ms; 512 KiB workspace; \
+        "edgewise workspace bench, {TARGET}: median of {} batches of ~{} ms; 512 KiB workspace; \
          ns per request (touch + reset); zeroed = bytes per reset (F full, W watermark); \
          F/W = full over watermark, for the request and for the reset alone (request - touch); \
          shadow and watermark verify 1 in {} resets",
