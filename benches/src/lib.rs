@@ -7,5 +7,6 @@ pub mod batch;
 #[cfg(not(target_family = "wasm"))]
 pub mod loadgen;
 pub mod peers;
+pub mod rfc9578;
 pub mod workload;
 pub mod workspace;

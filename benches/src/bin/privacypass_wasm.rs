@@ -9,35 +9,15 @@
 //! an already decoded token: essentially the RSA-2048 PSS verification, since the challenge and
 //! key lookups before it cost well under a microsecond.
 
-// The vectors' file (below) flags its issuer-only items with a feature this crate does not have.
-#![allow(unexpected_cfgs)]
-
 use std::hint::black_box;
 use std::process::ExitCode;
 
 use edgewise::{IssuerKey, Token, TokenChallenge, TokenError, Verifier};
 use edgewise_benches::batch::{Config, Sampler, TARGET};
-
-// The published vectors themselves, read where the unit tests keep them, not copied here: this
-// binary uses only some of them.
-#[allow(dead_code)]
-#[path = "../../../shared/src/privacypass/tests/vectors.rs"]
-mod vectors;
-
-use vectors::{RFC9578_PK_HEX, RFC9578_VECTORS};
+use edgewise_benches::rfc9578::{CHALLENGE_HEX, PUBLIC_KEY_HEX, TOKEN_HEX, unhex};
 
 /// Far from any expiry: the vectors' keys are added without one anyway.
 const NOW: u64 = 1_700_000_000;
-
-fn hex(text: &str) -> Result<Vec<u8>, String> {
-    if !text.len().is_multiple_of(2) {
-        return Err(format!("odd hex length {}", text.len()));
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).map_err(|e| e.to_string()))
-        .collect()
-}
 
 struct Fixture {
     verifier: Verifier,
@@ -49,15 +29,14 @@ struct Fixture {
 }
 
 fn fixture() -> Result<Fixture, String> {
-    let key = IssuerKey::from_spki(&hex(RFC9578_PK_HEX)?).map_err(|e| e.to_string())?;
+    let key = IssuerKey::from_spki(&unhex(PUBLIC_KEY_HEX)?).map_err(|e| e.to_string())?;
     let mut verifier = Verifier::new();
     verifier.add_key(key, None);
-    let vector = &RFC9578_VECTORS[0];
-    let challenge = hex(vector.challenge)?;
+    let challenge = unhex(CHALLENGE_HEX)?;
     let digest = TokenChallenge::decode(&challenge)
         .map_err(|e| e.to_string())?
         .digest();
-    let valid = hex(vector.token)?;
+    let valid = unhex(TOKEN_HEX)?;
     let mut forged = valid.clone();
     if let Some(last) = forged.last_mut() {
         *last ^= 1;
