@@ -80,6 +80,7 @@ fn header_set(env: &Env, name: &str, defaults: &[&str]) -> Result<HeaderSet, Str
     HeaderSet::from_list(&list, defaults).map_err(|e| format!("{name}: {e}"))
 }
 
-fn var(env: &Env, name: &str) -> Option<String> {
+/// A var's value, if it is set.
+pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
     env.var(name).ok().map(|v| v.to_string())
 }

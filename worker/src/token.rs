@@ -20,23 +20,19 @@ use worker::{
     wasm_bindgen::JsValue,
 };
 
-use crate::failure::Failure;
+use crate::{config::var, failure::Failure};
 
 /// What the worker needs to admit tokens, parsed once per isolate from the vars.
 #[derive(Debug)]
 pub(crate) struct TokenPolicy {
     paths: Vec<String>,
     verifier: Verifier,
-    expiries: Expiries,
     digest: [u8; 32],
     challenge: Rc<str>,
     redeem_url: String,
     authorization: String,
     timeout: Duration,
 }
-
-/// Issuer key ids and their expiries (Unix seconds), sent along with redemptions.
-type Expiries = Vec<([u8; 32], Option<u64>)>;
 
 /// Vars (and the secret) of the token check; see wrangler.toml for their documentation.
 const TOKEN_PATHS: &str = "TOKEN_PATHS";
@@ -58,7 +54,12 @@ impl TokenPolicy {
         let required = |name: &str| {
             var(env, name).ok_or_else(|| format!("{name} is not set but {TOKEN_PATHS} is"))
         };
-        let (verifier, expiries, first) = keys(&required(ISSUER_KEYS)?)?;
+        let verifier = keys(&required(ISSUER_KEYS)?)?;
+        // The first key listed is the one challenges advertise.
+        let first = verifier
+            .keys()
+            .next()
+            .ok_or_else(|| format!("{ISSUER_KEYS} lists no key"))?;
         let issuer = required(ISSUER_NAME)?;
         let origin_info = var(env, TOKEN_ORIGIN_INFO).unwrap_or_default();
         let challenge = TokenChallenge::new(
@@ -79,10 +80,9 @@ impl TokenPolicy {
             .map_err(|e| format!("{DAEMON_URL}: {e}"))?;
         Ok(Some(TokenPolicy {
             paths,
-            verifier,
-            expiries,
             digest: challenge.digest(),
-            challenge: www_authenticate(&challenge, Some(&first), max_age).into(),
+            challenge: www_authenticate(&challenge, Some(first), max_age).into(),
+            verifier,
             redeem_url: daemon
                 .upstream_url("/v1/tokens/redeem", None)
                 .map_err(|e| format!("{DAEMON_URL}: {e}"))?,
@@ -159,11 +159,7 @@ impl TokenPolicy {
     }
 
     fn redeem_request(&self, token: &Token<'_>, arena: &mut Arena<'_>) -> Result<Request, Failure> {
-        let not_after = self
-            .expiries
-            .iter()
-            .find(|(id, _)| id == token.token_key_id())
-            .and_then(|(_, not_after)| *not_after);
+        let not_after = self.verifier.not_after(token.token_key_id());
         let body = redeem_body(token, not_after, arena)
             .ok_or_else(|| Failure::Internal("workspace full".to_owned()))?;
         let headers = Headers::new();
@@ -225,10 +221,15 @@ fn hex_into(out: &mut ArenaWriter<'_, '_>, bytes: &[u8]) -> Option<()> {
     Some(())
 }
 
-/// Comma- or whitespace-separated path prefixes, each starting with `/`.
-fn paths(list: &str) -> Result<Vec<String>, String> {
+/// The entries of a comma- or whitespace-separated list var.
+fn items(list: &str) -> impl Iterator<Item = &str> {
     list.split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|p| !p.is_empty())
+        .filter(|item| !item.is_empty())
+}
+
+/// Path prefixes, each starting with `/`.
+fn paths(list: &str) -> Result<Vec<String>, String> {
+    items(list)
         .map(|p| {
             if p.starts_with('/') {
                 Ok(p.to_owned())
@@ -239,34 +240,25 @@ fn paths(list: &str) -> Result<Vec<String>, String> {
         .collect()
 }
 
-/// Issuer keys: base64url SPKI, each optionally followed by `@<not-after unix seconds>`.
-/// Returns the verifier, the expiries by key id, and the first key (advertised in challenges).
-fn keys(list: &str) -> Result<(Verifier, Expiries, IssuerKey), String> {
+/// Issuer keys: base64url SPKI, each optionally followed by `@<not-after unix seconds>`, in
+/// the order listed.
+fn keys(list: &str) -> Result<Verifier, String> {
     let mut verifier = Verifier::new();
-    let mut expiries = Vec::new();
-    let mut first = None;
-    for entry in list
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|e| !e.is_empty())
-    {
+    for entry in items(list) {
         let (key, not_after) = match entry.split_once('@') {
-            Some((key, at)) => (
-                key,
-                Some(
-                    at.parse::<u64>()
-                        .map_err(|_| format!("{ISSUER_KEYS}: bad expiry {at:?}"))?,
-                ),
-            ),
+            Some((key, at)) => {
+                let at = at
+                    .parse::<u64>()
+                    .map_err(|_| format!("{ISSUER_KEYS}: bad expiry {at:?}"))?;
+                (key, Some(at))
+            }
             None => (entry, None),
         };
         let key =
             IssuerKey::from_base64(key.as_bytes()).map_err(|e| format!("{ISSUER_KEYS}: {e}"))?;
-        expiries.push((*key.id(), not_after));
-        first.get_or_insert_with(|| key.clone());
         verifier.add_key(key, not_after);
     }
-    let first = first.ok_or_else(|| format!("{ISSUER_KEYS} lists no key"))?;
-    Ok((verifier, expiries, first))
+    Ok(verifier)
 }
 
 fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
@@ -278,10 +270,6 @@ fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
                 .map_err(|_| format!("{name}: {v:?} is not a number"))
         })
         .transpose()
-}
-
-fn var(env: &Env, name: &str) -> Option<String> {
-    env.var(name).ok().map(|v| v.to_string())
 }
 
 fn now() -> u64 {

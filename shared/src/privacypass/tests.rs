@@ -520,10 +520,13 @@ fn key_set_management() {
         "same id replaces the expiry"
     );
     assert_eq!(verifier.len(), 1);
+    assert_eq!(verifier.not_after(rfc_key().id()), Some(20));
+    assert_eq!(verifier.not_after(&[0; 32]), None);
     assert_eq!(verifier.remove_expired(20), 0);
     assert_eq!(verifier.remove_expired(21), 1);
     assert!(verifier.key(rfc_key().id()).is_none());
     verifier.add_key(rfc_key(), None);
+    assert_eq!(verifier.not_after(rfc_key().id()), None);
     assert_eq!(verifier.remove_expired(u64::MAX), 0);
     assert_eq!(verifier.keys().count(), 1);
     assert!(verifier.key(rfc_key().id()).is_some());

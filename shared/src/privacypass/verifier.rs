@@ -60,6 +60,12 @@ impl Verifier {
         self.entry(key_id).map(|e| &e.key)
     }
 
+    /// When the key with id `key_id` expires (unix seconds); `None` if it never does or is not
+    /// trusted. Spend records must live that long.
+    pub fn not_after(&self, key_id: &[u8; 32]) -> Option<u64> {
+        self.entry(key_id).and_then(|e| e.not_after)
+    }
+
     /// The trusted keys, in the order they were added.
     pub fn keys(&self) -> impl Iterator<Item = &IssuerKey> {
         self.keys.iter().map(|e| &e.key)
