@@ -84,7 +84,8 @@ pub(crate) async fn run(link: Arc<Link>) {
     }
 }
 
-async fn connect(link: &Link) -> Result<TcpStream, String> {
+/// Opens a connection to `link.addr` within the I/O timeout, with TCP_NODELAY.
+pub(crate) async fn connect(link: &Link) -> Result<TcpStream, String> {
     let stream = timeout(link.io_timeout, TcpStream::connect(link.addr.as_str()))
         .await
         .map_err(|_| "connect timed out".to_owned())?
@@ -246,10 +247,14 @@ impl<'w> Batch<'_, 'w> {
             };
             let verdict = judge(link, reply, expected);
             expected = expected.wrapping_add(1);
-            let failed = matches!(&verdict, Err(Fault::Connection(_)));
-            let _ = job.reply.send(verdict.clone());
-            if failed {
-                return Err(format!("{:?}", verdict.err()));
+            // An out-of-step reply fails its job and, through the error, the connection.
+            let poisoned = match &verdict {
+                Err(Fault::Connection(why)) => Some(why.clone()),
+                _ => None,
+            };
+            let _ = job.reply.send(verdict);
+            if let Some(why) = poisoned {
+                return Err(why);
             }
         }
         if used != input.len() {

@@ -5,11 +5,13 @@ use std::{sync::Arc, time::Duration};
 
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
-    net::TcpStream,
     time::timeout,
 };
 
-use super::{conn::Link, proto};
+use super::{
+    conn::{self, Link},
+    proto,
+};
 
 /// Polls `link`'s server every `interval` until the returned task is aborted.
 pub(crate) async fn poll(link: Arc<Link>, interval: Duration) {
@@ -17,12 +19,7 @@ pub(crate) async fn poll(link: Arc<Link>, interval: Duration) {
     let mut ticker = tokio::time::interval(interval);
     loop {
         ticker.tick().await;
-        match timeout(
-            link.io_timeout.max(Duration::from_secs(1)),
-            fetch(&link.addr),
-        )
-        .await
-        {
+        match timeout(link.io_timeout.max(Duration::from_secs(1)), fetch(&link)).await {
             Ok(Ok(stats)) => {
                 record(&link, &stats);
                 if let Some(last) = last_evictions
@@ -52,9 +49,8 @@ fn record(link: &Link, stats: &proto::ServerStats) {
     c.limit_maxbytes.set(gauge(stats.limit_maxbytes));
 }
 
-async fn fetch(addr: &str) -> Result<proto::ServerStats, String> {
-    let mut stream = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    stream.set_nodelay(true).map_err(|e| e.to_string())?;
+async fn fetch(link: &Link) -> Result<proto::ServerStats, String> {
+    let mut stream = conn::connect(link).await?;
     stream
         .write_all(b"stats\r\n")
         .await
