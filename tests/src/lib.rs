@@ -99,12 +99,7 @@ impl Daemon {
 
     /// Sends `signal` (e.g. "TERM") to the daemon.
     pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(self.child.id().to_string())
-            .status()
-            .expect("running kill");
-        assert!(status.success(), "kill -{signal} failed");
+        send_signal(self.child.id(), signal);
     }
 
     /// Waits for the process to exit and returns its status and remaining log.
@@ -160,6 +155,16 @@ fn parse_addr(line: &str) -> SocketAddr {
         .find_map(|field| field.strip_prefix("addr="))
         .and_then(|addr| addr.parse().ok())
         .unwrap_or_else(|| panic!("no addr= in {line:?}"))
+}
+
+/// Sends `signal` by name (e.g. "TERM", "STOP") to process `pid`; panics if that fails.
+pub fn send_signal(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(pid.to_string())
+        .status()
+        .expect("running kill");
+    assert!(status.success(), "kill -{signal} {pid} failed");
 }
 
 /// A minimal HTTP/1.1 exchange: returns the status code and the body.

@@ -111,12 +111,7 @@ impl Memcached {
 
     /// Sends `signal` by name (e.g. "STOP", "CONT").
     pub fn signal(&self, signal: &str) {
-        let status = Command::new("kill")
-            .arg(format!("-{signal}"))
-            .arg(self.pid().to_string())
-            .status()
-            .expect("running kill");
-        assert!(status.success(), "kill -{signal} {} failed", self.pid());
+        crate::send_signal(self.pid(), signal);
     }
 }
 
