@@ -84,3 +84,15 @@ fn header_set(env: &Env, name: &str, defaults: &[&str]) -> Result<HeaderSet, Str
 pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
     env.var(name).ok().map(|v| v.to_string())
 }
+
+/// A numeric var, if it is set and not blank.
+pub(crate) fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
+    var(env, name)
+        .filter(|v| !v.trim().is_empty())
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("{name}: {v:?} is not a number"))
+        })
+        .transpose()
+}

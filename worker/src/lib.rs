@@ -16,6 +16,7 @@ use worker::{
 #[cfg(feature = "bench")]
 mod bench;
 mod config;
+mod daemon;
 mod failure;
 mod scratch;
 mod strip;

@@ -8,19 +8,19 @@
 //! challenge, and anything else -- an error, a timeout, an unexpected reply -- is a 503: the
 //! check fails closed.
 
-use std::{fmt::Write as _, rc::Rc, time::Duration};
+use std::{fmt::Write as _, rc::Rc};
 
 use edgewise::{
     Arena, ArenaWriter, IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge,
     Verifier, www_authenticate,
 };
-use futures_util::future::{Either, select};
-use worker::{
-    AbortController, Delay, Env, Fetch, Headers, Method, Request, RequestInit,
-    wasm_bindgen::JsValue,
-};
+use worker::{Env, Headers, Method, Request, RequestInit, wasm_bindgen::JsValue};
 
-use crate::{config::var, failure::Failure};
+use crate::{
+    config::{number, var},
+    daemon::Daemon,
+    failure::Failure,
+};
 
 /// What the worker needs to admit tokens, parsed once per isolate from the vars.
 #[derive(Debug)]
@@ -30,8 +30,7 @@ pub(crate) struct TokenPolicy {
     digest: [u8; 32],
     challenge: Rc<str>,
     redeem_url: String,
-    authorization: String,
-    timeout: Duration,
+    daemon: Daemon,
 }
 
 /// Vars (and the secret) of the token check; see wrangler.toml for their documentation.
@@ -40,9 +39,6 @@ const ISSUER_NAME: &str = "ISSUER_NAME";
 const ISSUER_KEYS: &str = "ISSUER_KEYS";
 const TOKEN_ORIGIN_INFO: &str = "TOKEN_ORIGIN_INFO";
 const TOKEN_MAX_AGE: &str = "TOKEN_MAX_AGE";
-const DAEMON_URL: &str = "DAEMON_URL";
-const DAEMON_SECRET: &str = "DAEMON_SECRET";
-const DAEMON_TIMEOUT_MS: &str = "DAEMON_TIMEOUT_MS";
 
 impl TokenPolicy {
     /// `Ok(None)` when no path requires a token.
@@ -70,24 +66,14 @@ impl TokenPolicy {
         )
         .map_err(|e| format!("{ISSUER_NAME}/{TOKEN_ORIGIN_INFO}: {e}"))?;
         let max_age = number(env, TOKEN_MAX_AGE)?;
-        let secret = env
-            .secret(DAEMON_SECRET)
-            .map(|s| s.to_string())
-            .ok()
-            .or_else(|| var(env, DAEMON_SECRET))
-            .ok_or_else(|| format!("the secret {DAEMON_SECRET} is not set but {TOKEN_PATHS} is"))?;
-        let daemon = edgewise::Origin::parse(&required(DAEMON_URL)?)
-            .map_err(|e| format!("{DAEMON_URL}: {e}"))?;
+        let daemon = Daemon::from_env(env, TOKEN_PATHS)?;
         Ok(Some(TokenPolicy {
             paths,
             digest: challenge.digest(),
             challenge: www_authenticate(&challenge, Some(first), max_age).into(),
             verifier,
-            redeem_url: daemon
-                .upstream_url("/v1/tokens/redeem", None)
-                .map_err(|e| format!("{DAEMON_URL}: {e}"))?,
-            authorization: format!("Bearer {}", secret.trim()),
-            timeout: Duration::from_millis(number(env, DAEMON_TIMEOUT_MS)?.map_or(1000, u64::from)),
+            redeem_url: daemon.url("/v1/tokens/redeem")?,
+            daemon,
         }))
     }
 
@@ -129,23 +115,7 @@ impl TokenPolicy {
 
     async fn redeem(&self, token: &Token<'_>, arena: &mut Arena<'_>) -> Result<Redeemed, Failure> {
         let request = self.redeem_request(token, arena)?;
-        let controller = AbortController::default();
-        let signal = controller.signal();
-        let fetch = Fetch::Request(request);
-        let send = fetch.send_with_signal(&signal);
-        let deadline = Delay::from(self.timeout);
-        let mut response = match select(Box::pin(send), deadline).await {
-            Either::Left((sent, _)) => {
-                sent.map_err(|e| unavailable(format!("daemon unreachable: {e}")))?
-            }
-            Either::Right(_) => {
-                controller.abort();
-                return Err(unavailable(format!(
-                    "daemon gave no answer within {:?}",
-                    self.timeout
-                )));
-            }
-        };
+        let mut response = self.daemon.send(request).await.map_err(unavailable)?;
         let status = response.status_code();
         let body = response
             .text()
@@ -162,10 +132,9 @@ impl TokenPolicy {
         let not_after = self.verifier.not_after(token.token_key_id());
         let body = redeem_body(token, not_after, arena)
             .ok_or_else(|| Failure::Internal("workspace full".to_owned()))?;
-        let headers = Headers::new();
+        let headers = self.daemon.headers().map_err(Failure::Internal)?;
         headers
-            .set("authorization", &self.authorization)
-            .and_then(|()| headers.set("content-type", "application/json"))
+            .set("content-type", "application/json")
             .map_err(|e| Failure::Internal(e.to_string()))?;
         let mut init = RequestInit::new();
         init.with_method(Method::Post)
@@ -259,17 +228,6 @@ fn keys(list: &str) -> Result<Verifier, String> {
         verifier.add_key(key, not_after);
     }
     Ok(verifier)
-}
-
-fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
-    var(env, name)
-        .filter(|v| !v.trim().is_empty())
-        .map(|v| {
-            v.trim()
-                .parse()
-                .map_err(|_| format!("{name}: {v:?} is not a number"))
-        })
-        .transpose()
 }
 
 fn now() -> u64 {

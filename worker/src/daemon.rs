@@ -1,0 +1,75 @@
+//! The worker's client for `edgewised`: where it is, the bearer secret, and a deadline on
+//! every call, so a slow daemon costs a request at most `DAEMON_TIMEOUT_MS`.
+
+use std::time::Duration;
+
+use edgewise::Origin;
+use futures_util::future::{Either, select};
+use worker::{AbortController, Delay, Env, Fetch, Headers, Request, Response};
+
+use crate::config::{number, var};
+
+const DAEMON_URL: &str = "DAEMON_URL";
+const DAEMON_SECRET: &str = "DAEMON_SECRET";
+const DAEMON_TIMEOUT_MS: &str = "DAEMON_TIMEOUT_MS";
+
+#[derive(Debug)]
+pub(crate) struct Daemon {
+    base: Origin,
+    authorization: String,
+    timeout: Duration,
+}
+
+impl Daemon {
+    /// The daemon's settings; `needed_by` names the var that requires them, for the error.
+    pub(crate) fn from_env(env: &Env, needed_by: &str) -> Result<Daemon, String> {
+        let url = var(env, DAEMON_URL)
+            .ok_or_else(|| format!("{DAEMON_URL} is not set but {needed_by} needs the daemon"))?;
+        let base = Origin::parse(&url).map_err(|e| format!("{DAEMON_URL}: {e}"))?;
+        let secret = env
+            .secret(DAEMON_SECRET)
+            .map(|s| s.to_string())
+            .ok()
+            .or_else(|| var(env, DAEMON_SECRET))
+            .ok_or_else(|| {
+                format!("the secret {DAEMON_SECRET} is not set but {needed_by} needs the daemon")
+            })?;
+        let timeout = number(env, DAEMON_TIMEOUT_MS)?.map_or(1000, u64::from);
+        Ok(Daemon {
+            base,
+            authorization: format!("Bearer {}", secret.trim()),
+            timeout: Duration::from_millis(timeout),
+        })
+    }
+
+    /// The URL of an API path on the daemon.
+    pub(crate) fn url(&self, path: &str) -> Result<String, String> {
+        self.base
+            .upstream_url(path, None)
+            .map_err(|e| format!("{DAEMON_URL}: {e}"))
+    }
+
+    /// Headers every call carries (the bearer secret).
+    pub(crate) fn headers(&self) -> Result<Headers, String> {
+        let headers = Headers::new();
+        headers
+            .set("authorization", &self.authorization)
+            .map_err(|e| e.to_string())?;
+        Ok(headers)
+    }
+
+    /// Sends `request`, giving up (and aborting it) after the deadline.
+    pub(crate) async fn send(&self, request: Request) -> Result<Response, String> {
+        let controller = AbortController::default();
+        let signal = controller.signal();
+        let fetch = Fetch::Request(request);
+        let send = fetch.send_with_signal(&signal);
+        match select(Box::pin(send), Delay::from(self.timeout)).await {
+            Either::Left((sent, _)) => sent.map_err(|e| format!("daemon unreachable: {e}")),
+            Either::Right(_) => {
+                controller.abort();
+                Err(format!("daemon gave no answer within {:?}", self.timeout))
+            }
+        }
+    }
+}
