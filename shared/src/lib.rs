@@ -19,6 +19,7 @@ mod error;
 mod headers;
 mod origin;
 mod privacypass;
+mod route;
 mod workspace;
 
 pub use error::Error;
@@ -33,6 +34,7 @@ pub use privacypass::{
     IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge, TokenError,
     Verifier, spend_key, spend_key_from_fields, www_authenticate,
 };
+pub use route::{AttributeSource, MAX_ROUTE_ATTRIBUTES, RouteAttribute, path_segment, query_value};
 pub use workspace::{
     Arena, ArenaWriter, DEFAULT_VERIFY_ONE_IN, DEFAULT_WORKSPACE_SIZE, RequestScope, ResetReport,
     ScrubMode, VerifyFailure, Workspace, WorkspaceConfig, WorkspaceOverflow, WorkspaceStats,

@@ -1,0 +1,64 @@
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use alloc::string::ToString;
+
+#[test]
+fn a_list_parses_each_source() {
+    let list = " zone = header:X-Edgewise-Zone, stage=query:stage,service=path:1 ,";
+    let attributes = RouteAttribute::parse_list(list).unwrap();
+    assert_eq!(
+        attributes,
+        [
+            RouteAttribute {
+                key: "zone".into(),
+                source: AttributeSource::Header("x-edgewise-zone".into())
+            },
+            RouteAttribute {
+                key: "stage".into(),
+                source: AttributeSource::Query("stage".into())
+            },
+            RouteAttribute {
+                key: "service".into(),
+                source: AttributeSource::PathSegment(1)
+            },
+        ]
+    );
+    assert!(RouteAttribute::parse_list("  ").unwrap().is_empty());
+}
+
+#[test]
+fn bad_entries_name_themselves() {
+    for (list, reason) in [
+        ("zone", "expected key=source"),
+        ("=header:x", "the key must be"),
+        ("zone=x-zone", "expected a source"),
+        ("zone=cookie:z", "must be header:, query: or path:"),
+        ("zone=header:bad name", "not a valid header name"),
+        ("zone=query:a&b", "not a valid query parameter name"),
+        ("zone=path:0", "segment number"),
+        ("zone=path:x", "segment number"),
+        ("a=path:1,a=path:2", "key listed twice"),
+    ] {
+        let error = RouteAttribute::parse_list(list).unwrap_err().to_string();
+        assert!(error.contains(reason), "{list}: {error}");
+    }
+    let nine = (0..9)
+        .map(|i| alloc::format!("k{i}=path:1"))
+        .collect::<Vec<_>>();
+    let error = RouteAttribute::parse_list(&nine.join(",")).unwrap_err();
+    assert!(error.to_string().contains("more than 8"), "{error}");
+}
+
+#[test]
+fn values_are_found_as_sent() {
+    assert_eq!(query_value("a=1&stage=beta&b", "stage"), Some("beta"));
+    assert_eq!(query_value("a=1&b", "b"), Some(""));
+    assert_eq!(query_value("stagex=1", "stage"), None);
+    assert_eq!(query_value("", "stage"), None);
+    assert_eq!(path_segment("/api/v1/x", 1), Some("api"));
+    assert_eq!(path_segment("//api//v1", 2), Some("v1"));
+    assert_eq!(path_segment("/api", 2), None);
+    assert_eq!(path_segment("/", 1), None);
+    assert_eq!(path_segment("/api", 0), None);
+}
