@@ -17,8 +17,10 @@ extern crate alloc;
 
 mod error;
 mod headers;
+mod hosttable;
 mod origin;
 mod privacypass;
+mod subset;
 mod workspace;
 
 pub use error::Error;
@@ -26,12 +28,20 @@ pub use headers::{
     DEFAULT_INTERNAL_REQUEST_HEADERS, DEFAULT_INTERNAL_RESPONSE_HEADERS, DEFAULT_LIST_TOKEN,
     HeaderNames, HeaderSet,
 };
+pub use hosttable::{
+    FallbackPolicy, Host, HostTable, HostTableError, LbPolicy, MAX_ADDRESS_LEN, MAX_HOSTS,
+    MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS,
+    MAX_VALUE_LEN, MAX_WEIGHT, SelectorFallback, SubsetConfig, SubsetSelector,
+};
 pub use origin::{Origin, Scheme};
 #[cfg(feature = "issuer")]
 pub use privacypass::Issuer;
 pub use privacypass::{
     IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge, TokenError,
     Verifier, spend_key, spend_key_from_fields, www_authenticate,
+};
+pub use subset::{
+    Fallback, HostId, METADATA_CAPACITY, Metadata, Selection, SubsetError, SubsetLb, SubsetStats,
 };
 pub use workspace::{
     Arena, ArenaWriter, DEFAULT_VERIFY_ONE_IN, DEFAULT_WORKSPACE_SIZE, RequestScope, ResetReport,
