@@ -51,11 +51,12 @@ impl SubsetLb {
             entry.remove();
         }
         self.slots[s as usize].alive = false;
+        // Before the compactions, which free the slot themselves if they release it last.
+        self.free_slot_if_unheld(s);
         for set in sets {
             self.compact_set(set);
         }
         self.compact_default();
-        self.free_slot_if_unheld(s);
         Ok(())
     }
 
