@@ -17,15 +17,22 @@ extern crate alloc;
 
 mod error;
 mod headers;
+mod hosttable;
 mod origin;
 mod privacypass;
 mod route;
+mod subset;
 mod workspace;
 
 pub use error::Error;
 pub use headers::{
     DEFAULT_INTERNAL_REQUEST_HEADERS, DEFAULT_INTERNAL_RESPONSE_HEADERS, DEFAULT_LIST_TOKEN,
     HeaderNames, HeaderSet,
+};
+pub use hosttable::{
+    FallbackPolicy, Host, HostTable, HostTableError, LbPolicy, MAX_ADDRESS_LEN, MAX_HOSTS,
+    MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS,
+    MAX_VALUE_LEN, MAX_WEIGHT, SelectorFallback, SubsetConfig, SubsetSelector,
 };
 pub use origin::{Origin, Scheme};
 #[cfg(feature = "issuer")]
@@ -35,6 +42,9 @@ pub use privacypass::{
     Verifier, spend_key, spend_key_from_fields, www_authenticate,
 };
 pub use route::{AttributeSource, MAX_ROUTE_ATTRIBUTES, RouteAttribute, path_segment, query_value};
+pub use subset::{
+    Fallback, HostId, METADATA_CAPACITY, Metadata, Selection, SubsetError, SubsetLb, SubsetStats,
+};
 pub use workspace::{
     Arena, ArenaWriter, DEFAULT_VERIFY_ONE_IN, DEFAULT_WORKSPACE_SIZE, RequestScope, ResetReport,
     ScrubMode, VerifyFailure, Workspace, WorkspaceConfig, WorkspaceOverflow, WorkspaceStats,

@@ -1,0 +1,153 @@
+//! The host table: the upstream hosts of the subset load balancer, their labels and the subset
+//! configuration, as one versioned value.
+//!
+//! The daemon loads it from its TOML configuration and serves it at `GET /v1/hosts` as rkyv
+//! bytes ([`HostTable::encode`]); the worker fetches those bytes, or reads the same table as
+//! JSON from a wrangler var, and rebuilds its [`SubsetLb`](crate::SubsetLb) only when
+//! [`HostTable::version`] changes. Both formats go through [`HostTable::validate`], so a table
+//! one side accepts the other accepts too, and a malformed table is refused with one error per
+//! distinct mistake instead of half-building an index.
+//!
+//! ```
+//! use edgewise::HostTable;
+//!
+//! let table: HostTable = serde_json::from_str(r#"{
+//!     "version": 7,
+//!     "hosts": [
+//!         { "address": "http://10.0.0.1:8080", "labels": { "zone": "a", "version": "v1" } },
+//!         { "address": "http://10.0.0.2:8080", "weight": 3, "labels": { "zone": "b" } }
+//!     ],
+//!     "subset": {
+//!         "fallback_policy": "ANY_ENDPOINT",
+//!         "selectors": [ { "keys": ["zone"] }, { "keys": ["zone", "version"] } ]
+//!     }
+//! }"#).unwrap();
+//! let bytes = table.encode().unwrap();
+//! assert_eq!(HostTable::decode(&bytes).unwrap(), table);
+//! ```
+
+mod config;
+mod error;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::{collections::BTreeMap, string::String, vec::Vec};
+
+pub use config::{FallbackPolicy, LbPolicy, SelectorFallback, SubsetConfig, SubsetSelector};
+pub use error::HostTableError;
+pub(crate) use error::shown;
+pub(crate) use validate::host as validate_host;
+pub use validate::{
+    MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS,
+    MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
+};
+
+/// The upstream hosts and how requests are divided among them.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    Default,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(deny_unknown_fields)]
+pub struct HostTable {
+    /// Version of the table: the worker rebuilds its index only when it changes.
+    pub version: u64,
+    /// The hosts, each address at most once.
+    #[serde(default)]
+    pub hosts: Vec<Host>,
+    /// Subset selectors, fallbacks and the load balancing policy inside a subset.
+    #[serde(default)]
+    pub subset: SubsetConfig,
+}
+
+/// One upstream host.
+#[derive(
+    Debug,
+    Clone,
+    PartialEq,
+    Eq,
+    rkyv::Archive,
+    rkyv::Serialize,
+    rkyv::Deserialize,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    /// Origin URL requests are forwarded to, e.g. `http://127.0.0.1:8081`; identifies the host.
+    pub address: String,
+    /// Relative share of the requests for the weighted policies, 1 to [`MAX_WEIGHT`].
+    #[serde(default = "default_weight")]
+    pub weight: u32,
+    /// Whether the host takes traffic; unhealthy hosts are used only in panic (see
+    /// [`SubsetConfig::panic_threshold`]).
+    #[serde(default = "default_healthy")]
+    pub healthy: bool,
+    /// String labels matched by the subset selectors (Envoy's `envoy.lb` metadata). With
+    /// [`SubsetConfig::list_as_any`], a comma-separated value is a list of values.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+impl Host {
+    /// A healthy host of weight 1 without labels.
+    pub fn new(address: impl Into<String>) -> Host {
+        Host {
+            address: address.into(),
+            weight: default_weight(),
+            healthy: default_healthy(),
+            labels: BTreeMap::new(),
+        }
+    }
+
+    /// The host with one more label.
+    pub fn with_label(mut self, key: impl Into<String>, value: impl Into<String>) -> Host {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+}
+
+fn default_weight() -> u32 {
+    1
+}
+
+fn default_healthy() -> bool {
+    true
+}
+
+impl HostTable {
+    /// The table as rkyv bytes, the body of `GET /v1/hosts`. Validates first, so that nothing
+    /// the worker would refuse is ever served.
+    pub fn encode(&self) -> Result<Vec<u8>, HostTableError> {
+        self.validate()?;
+        rkyv::to_bytes::<rkyv::rancor::Failure>(self)
+            .map(|bytes| bytes.into_vec())
+            .map_err(|_| HostTableError::TooLargeToEncode)
+    }
+
+    /// Reads rkyv bytes made by [`HostTable::encode`]: the archive is checked byte by byte
+    /// (bytecheck) before anything is read from it, then [`HostTable::validate`]d.
+    pub fn decode(bytes: &[u8]) -> Result<HostTable, HostTableError> {
+        // Archives need aligned storage; a fetched body comes at any address.
+        let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
+        aligned.extend_from_slice(bytes);
+        let table = rkyv::from_bytes::<HostTable, rkyv::rancor::Failure>(&aligned)
+            .map_err(|_| HostTableError::Malformed)?;
+        table.validate()?;
+        Ok(table)
+    }
+
+    /// Checks everything the load balancer relies on; see [`HostTableError`] for the rules.
+    pub fn validate(&self) -> Result<(), HostTableError> {
+        validate::table(self)
+    }
+}

@@ -1,0 +1,214 @@
+//! The rules of [`HostTable::validate`](crate::HostTable::validate).
+
+use alloc::{collections::BTreeMap, format, string::String};
+
+use hashbrown::HashMap;
+
+use super::error::shown;
+use super::{Host, HostTable, HostTableError, SelectorFallback, SubsetConfig, SubsetSelector};
+use crate::{Error, Origin};
+
+/// Most hosts a table may have.
+pub const MAX_HOSTS: usize = 1 << 20;
+/// Longest host address, in bytes.
+pub const MAX_ADDRESS_LEN: usize = 2048;
+/// Largest host weight: weights are relative, and a bounded ratio keeps weighted picks short.
+pub const MAX_WEIGHT: u32 = 10_000;
+/// Most labels per host.
+pub const MAX_LABELS: usize = 32;
+/// Longest label key, in bytes.
+pub const MAX_KEY_LEN: usize = 128;
+/// Longest label value, in bytes.
+pub const MAX_VALUE_LEN: usize = 256;
+/// Most subset selectors.
+pub const MAX_SELECTORS: usize = 64;
+/// Most keys per selector: no more than a request's [`Metadata`](crate::Metadata) holds.
+pub const MAX_SELECTOR_KEYS: usize = crate::subset::METADATA_CAPACITY;
+/// Most metadata fallbacks.
+pub const MAX_METADATA_FALLBACKS: usize = 8;
+
+pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
+    if table.hosts.len() > MAX_HOSTS {
+        return Err(HostTableError::TooManyHosts(table.hosts.len()));
+    }
+    let mut seen =
+        HashMap::with_capacity_and_hasher(table.hosts.len(), foldhash::fast::FixedState::default());
+    for (index, host) in table.hosts.iter().enumerate() {
+        self::host(index, host)?;
+        if let Some(first) = seen.insert(host.address.as_str(), index) {
+            return Err(HostTableError::DuplicateAddress {
+                first,
+                index,
+                address: shown(&host.address),
+            });
+        }
+    }
+    config(&table.subset)
+}
+
+/// Checks one host on its own (the address's uniqueness is the table's business).
+pub(crate) fn host(index: usize, host: &Host) -> Result<(), HostTableError> {
+    address(index, &host.address)?;
+    if host.weight == 0 {
+        return Err(HostTableError::ZeroWeight { index });
+    }
+    if host.weight > MAX_WEIGHT {
+        return Err(HostTableError::WeightTooLarge {
+            index,
+            weight: host.weight,
+        });
+    }
+    if host.labels.len() > MAX_LABELS {
+        return Err(HostTableError::TooManyLabels {
+            index,
+            count: host.labels.len(),
+        });
+    }
+    pairs(&host.labels, || format!("host {index}"))
+}
+
+fn address(index: usize, address: &str) -> Result<(), HostTableError> {
+    if address.is_empty() {
+        return Err(HostTableError::EmptyAddress { index });
+    }
+    let invalid = |reason| HostTableError::InvalidAddress {
+        index,
+        address: shown(address),
+        reason,
+    };
+    if address.len() > MAX_ADDRESS_LEN {
+        return Err(invalid("longer than 2048 bytes"));
+    }
+    match Origin::parse(address) {
+        Ok(_) => Ok(()),
+        Err(Error::InvalidOrigin(reason)) => Err(invalid(reason)),
+        Err(_) => Err(invalid("unparseable")),
+    }
+}
+
+fn pairs(
+    pairs: &BTreeMap<String, String>,
+    place: impl Fn() -> String,
+) -> Result<(), HostTableError> {
+    for (k, v) in pairs {
+        key(k, &place)?;
+        if v.len() > MAX_VALUE_LEN {
+            return Err(HostTableError::ValueTooLong {
+                place: place(),
+                key: shown(k),
+            });
+        }
+    }
+    Ok(())
+}
+
+fn key(key: &str, place: impl Fn() -> String) -> Result<(), HostTableError> {
+    if key.is_empty() {
+        return Err(HostTableError::EmptyKey { place: place() });
+    }
+    if key.len() > MAX_KEY_LEN {
+        return Err(HostTableError::KeyTooLong {
+            place: place(),
+            key: shown(key),
+        });
+    }
+    Ok(())
+}
+
+fn config(config: &SubsetConfig) -> Result<(), HostTableError> {
+    if config.selectors.len() > MAX_SELECTORS {
+        return Err(HostTableError::TooManySelectors(config.selectors.len()));
+    }
+    for (index, selector) in config.selectors.iter().enumerate() {
+        self::selector(index, selector)?;
+        let first = config.selectors[..index]
+            .iter()
+            .position(|other| same_keys(&other.keys, &selector.keys));
+        if let Some(first) = first {
+            return Err(HostTableError::DuplicateSelector { first, index });
+        }
+    }
+    entries(&config.default_subset, MAX_LABELS, || {
+        "default_subset".into()
+    })?;
+    if config.metadata_fallbacks.len() > MAX_METADATA_FALLBACKS {
+        return Err(HostTableError::TooManyMetadataFallbacks(
+            config.metadata_fallbacks.len(),
+        ));
+    }
+    for (index, fallback) in config.metadata_fallbacks.iter().enumerate() {
+        if fallback.is_empty() {
+            return Err(HostTableError::EmptyMetadataFallback { index });
+        }
+        entries(fallback, MAX_SELECTOR_KEYS, || {
+            format!("metadata_fallbacks {index}")
+        })?;
+    }
+    if config.panic_threshold > 100 {
+        return Err(HostTableError::PanicThreshold(config.panic_threshold));
+    }
+    Ok(())
+}
+
+fn entries(
+    map: &BTreeMap<String, String>,
+    max: usize,
+    place: impl Fn() -> String,
+) -> Result<(), HostTableError> {
+    if map.len() > max {
+        return Err(HostTableError::TooManyEntries {
+            place: place(),
+            count: map.len(),
+            max,
+        });
+    }
+    pairs(map, place)
+}
+
+fn selector(index: usize, selector: &SubsetSelector) -> Result<(), HostTableError> {
+    let keys = &selector.keys;
+    if keys.is_empty() {
+        return Err(HostTableError::EmptySelector { index });
+    }
+    if keys.len() > MAX_SELECTOR_KEYS {
+        return Err(HostTableError::TooManySelectorKeys {
+            index,
+            count: keys.len(),
+        });
+    }
+    for (i, k) in keys.iter().enumerate() {
+        key(k, || format!("selector {index}"))?;
+        if keys[..i].contains(k) {
+            return Err(HostTableError::DuplicateSelectorKey {
+                index,
+                key: shown(k),
+            });
+        }
+    }
+    keys_subset(index, selector)
+}
+
+fn keys_subset(index: usize, selector: &SubsetSelector) -> Result<(), HostTableError> {
+    let subset = &selector.fallback_keys_subset;
+    if selector.fallback_policy != SelectorFallback::KeysSubset {
+        return match subset.is_empty() {
+            true => Ok(()),
+            false => Err(HostTableError::UnusedKeysSubset { index }),
+        };
+    }
+    let strict = !subset.is_empty()
+        && subset.len() < selector.keys.len()
+        && subset.iter().all(|k| selector.keys.contains(k))
+        && subset
+            .iter()
+            .enumerate()
+            .all(|(i, k)| !subset[..i].contains(k));
+    match strict {
+        true => Ok(()),
+        false => Err(HostTableError::InvalidKeysSubset { index }),
+    }
+}
+
+fn same_keys(a: &[String], b: &[String]) -> bool {
+    a.len() == b.len() && a.iter().all(|k| b.contains(k))
+}

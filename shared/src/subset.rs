@@ -1,0 +1,374 @@
+//! Subset load balancing: Envoy's subset load balancer (every option of `LbSubsetConfig` but
+//! locality weighting) on MOSN's inverted index, built in microseconds and updated host by host.
+//!
+//! # The index
+//!
+//! Label keys and key=value pairs are interned to dense ids. [`SubsetLb::build`] makes one
+//! pass over the hosts to collect, per key=value, the ascending list of host slots that carry
+//! it; lists long enough to be dense become `roaring` bitmaps (built with `from_sorted_iter`).
+//! The selectors' sorted key lists form a trie, walked depth-first: a node intersects the set
+//! of its parent with each value of its key, so selectors sharing a key prefix share those
+//! intersections, and only value combinations present on some host are visited. A pair that
+//! is (nearly) unique per host stays a short list and is intersected by filtering, a hash pass
+//! where a bitmap per host would lose.
+//!
+//! Each subset keeps its members as a plain array of slots (identical subsets share one), so a
+//! pick is an array index; the bitmaps are dropped once built. Subsets are found by one hash
+//! probe on (selector, value ids); requests carry their pairs as ids in a fixed-size
+//! [`Metadata`], so [`SubsetLb::select`] allocates nothing.
+//!
+//! # Updates
+//!
+//! [`SubsetLb::add_host`], [`SubsetLb::remove_host`], [`SubsetLb::set_healthy`] and
+//! [`SubsetLb::set_weight`] touch only the subsets of that host, found by the same hash
+//! probes. A subset whose last host goes is dropped (Envoy kept empty subsets for years,
+//! envoy#3790); a removed host stays as a tombstone in its subsets' arrays until tombstones
+//! are half of an array.
+//!
+//! # Lookup, as Envoy's `chooseHostIteration`
+//!
+//! 1. With `allow_redundant_keys`, the request's pairs are cut to the keys of the first
+//!    selector (in configuration order) whose keys it all has.
+//! 2. A subset of a selector whose keys are exactly the request's, with the request's values:
+//!    pick in it ([`Fallback::None`]), even if the pick finds no host.
+//! 3. Else the fallback of the selector whose keys are exactly the request's, if it defines
+//!    one: any host, the default subset, none, or `KEYS_SUBSET`: step 1 again with the
+//!    request cut to the selector's `fallback_keys_subset`.
+//! 4. Else the top-level `fallback_policy`; if that finds no host and `panic_mode_any` is on,
+//!    any host ([`Fallback::PanicAny`]).
+//!
+//! If that finds no host, each of the configured `metadata_fallbacks` in turn is merged over
+//! the request's pairs and looked up the same way. Inside a set the child policy picks among
+//! the healthy hosts, or among all when fewer than `panic_threshold` percent are healthy
+//! ([`Selection::panic`]).
+//!
+//! ```
+//! use edgewise::{Fallback, Host, HostTable, SubsetLb, SubsetSelector};
+//!
+//! let mut table = HostTable::default();
+//! table.hosts.push(Host::new("http://10.0.0.1").with_label("zone", "a"));
+//! table.hosts.push(Host::new("http://10.0.0.2").with_label("zone", "b"));
+//! table.subset.selectors.push(SubsetSelector::new(["zone"]));
+//! let mut lb = SubsetLb::build(&table).unwrap();
+//!
+//! let mut md = lb.metadata();
+//! lb.set(&mut md, "zone", "b");
+//! let chosen = lb.select(&md, 42).unwrap();
+//! assert_eq!(lb.address(chosen.host), Some("http://10.0.0.2"));
+//! assert_eq!(chosen.fallback, Fallback::None);
+//! // The connection failed: no other host in zone b.
+//! assert_eq!(lb.select_retry(&md, 43, chosen.host), None);
+//! lb.release(chosen.host);
+//! ```
+
+mod build;
+mod error;
+mod intern;
+mod lookup;
+mod metadata;
+mod pickset;
+mod slot;
+mod update;
+
+#[cfg(test)]
+mod tests;
+
+use alloc::{boxed::Box, vec::Vec};
+use core::hash::{BuildHasher, Hasher};
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+
+pub use error::SubsetError;
+pub use metadata::{METADATA_CAPACITY, Metadata};
+
+use crate::{FallbackPolicy, HostTable, SelectorFallback};
+use intern::Interner;
+use pickset::{Child, PickSet, Rng};
+use slot::Slot;
+
+/// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
+/// updates never names a newer host that reused the slot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct HostId {
+    slot: u32,
+    generation: u32,
+}
+
+/// How the host of a [`Selection`] was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Fallback {
+    /// In the subset the request's metadata names.
+    None,
+    /// In a subset found after a selector's `KEYS_SUBSET` fallback dropped keys.
+    KeysSubset,
+    /// Among all hosts, by a selector's or the top-level fallback policy.
+    AnyEndpoint,
+    /// In the default subset, by a selector's or the top-level fallback policy.
+    DefaultSubset,
+    /// Among all hosts because the fallback found none and `panic_mode_any` is on.
+    PanicAny,
+}
+
+/// The outcome of [`SubsetLb::select`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Selection {
+    /// The host picked.
+    pub host: HostId,
+    /// How its set was found.
+    pub fallback: Fallback,
+    /// Which entry of `metadata_fallbacks` found it, if the request's own metadata did not.
+    pub metadata_fallback: Option<u8>,
+    /// The set had fewer healthy hosts than the panic threshold: the host may be unhealthy.
+    pub panic: bool,
+}
+
+/// Counters of a [`SubsetLb`], named after Envoy's `lb_subsets_*` stats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct SubsetStats {
+    /// Subsets with at least one host.
+    pub subsets_active: u64,
+    /// Subsets created, at build and by updates.
+    pub subsets_created: u64,
+    /// Subsets dropped because their last host went.
+    pub subsets_removed: u64,
+    /// Calls of `select` and `select_retry`.
+    pub selections: u64,
+    /// Lookups that found the request's subset (Envoy's `lb_subsets_selected`).
+    pub subset_hits: u64,
+    /// Hosts picked by the top-level fallback policy.
+    pub fallbacks: u64,
+    /// Hosts picked by `panic_mode_any`.
+    pub panics: u64,
+    /// Picks made in a set below the healthy panic threshold.
+    pub health_panics: u64,
+    /// Selections that found no host.
+    pub no_host: u64,
+    /// Hosts left out of a `single_host_per_subset` subset another host already holds.
+    pub single_host_collisions: u64,
+}
+
+/// A subset selector, interned.
+#[derive(Debug)]
+struct Selector {
+    /// Key ids, ascending.
+    keys: Box<[u32]>,
+    fallback: SelectorFallback,
+    keys_subset: Box<[u32]>,
+    single: bool,
+}
+
+/// One subset: a selector's keys with one value each.
+#[derive(Debug)]
+struct Subset {
+    selector: u8,
+    /// Value ids, in the order of the selector's keys.
+    kvs: Box<[u32]>,
+    /// Index into `SubsetLb::sets`.
+    set: u32,
+}
+
+/// Options copied out of the configuration.
+#[derive(Debug, Clone, Copy)]
+struct Options {
+    fallback_policy: FallbackPolicy,
+    panic_mode_any: bool,
+    list_as_any: bool,
+    allow_redundant_keys: bool,
+    child: Child,
+}
+
+/// The subset load balancer: the index, the child load balancers' state and the counters.
+#[derive(Debug)]
+pub struct SubsetLb {
+    version: u64,
+    options: Options,
+    hasher: FixedState,
+    interner: Interner,
+    selectors: Vec<Selector>,
+    /// Selector index by its key ids.
+    selector_table: HashTable<u8>,
+    subsets: Vec<Option<Subset>>,
+    free_subsets: Vec<u32>,
+    /// Subset index by (selector, value ids).
+    subset_table: HashTable<u32>,
+    sets: Vec<PickSet>,
+    free_sets: Vec<u32>,
+    any: PickSet,
+    /// The default subset's value ids (sorted) and hosts; `None` when it is every host.
+    default: Option<(Box<[u32]>, PickSet)>,
+    metadata_fallbacks: Vec<Metadata>,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    /// Slot by address.
+    addresses: HashTable<u32>,
+    stats: SubsetStats,
+}
+
+impl SubsetLb {
+    /// Validates `table` and builds its index.
+    pub fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
+        table.validate()?;
+        Ok(build::build(table))
+    }
+
+    /// The version of the table it was built from.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// Empty request metadata, to fill with [`SubsetLb::set`].
+    pub fn metadata(&self) -> Metadata {
+        Metadata::default()
+    }
+
+    /// Sets `key` to `value` in `md` (replacing an earlier value of `key`), by lookup only: a
+    /// key nothing knows, or a pair beyond [`METADATA_CAPACITY`], is recorded as foreign and
+    /// makes `md` match no subset; a value no host has matches no subset either.
+    pub fn set(&self, md: &mut Metadata, key: &str, value: &str) {
+        md.set_str(&self.interner, key, value);
+    }
+
+    /// Picks a host for a request with metadata `md`; `entropy` drives the random choices
+    /// (pass a fresh random number per request). Allocates nothing.
+    pub fn select(&mut self, md: &Metadata, entropy: u64) -> Option<Selection> {
+        self.choose(md, entropy, None)
+    }
+
+    /// Picks again for a request whose connection to `exclude` failed: another host of the
+    /// set the same lookup finds, or `None` if it has no other host the policy may pick.
+    pub fn select_retry(
+        &mut self,
+        md: &Metadata,
+        entropy: u64,
+        exclude: HostId,
+    ) -> Option<Selection> {
+        self.choose(md, entropy, Some(exclude.slot))
+    }
+
+    fn choose(&mut self, md: &Metadata, entropy: u64, exclude: Option<u32>) -> Option<Selection> {
+        self.stats.selections += 1;
+        let mut rng = Rng(entropy);
+        let chosen = self.with_fallbacks(md, &mut rng, exclude);
+        match &chosen {
+            None => self.stats.no_host += 1,
+            Some(s) => {
+                self.stats.health_panics += u64::from(s.panic);
+                let slot = &mut self.slots[s.host.slot as usize];
+                slot.active = slot.active.saturating_add(1);
+            }
+        }
+        chosen
+    }
+
+    /// The request for `id` finished (least-request accounting). Ids of removed hosts are
+    /// ignored.
+    pub fn release(&mut self, id: HostId) {
+        if let Some(slot) = self.slot_mut(id) {
+            slot.active = slot.active.saturating_sub(1);
+        }
+    }
+
+    /// The address of host `id`, or `None` if it was removed.
+    pub fn address(&self, id: HostId) -> Option<&str> {
+        self.slot(id).map(|s| &*s.address)
+    }
+
+    /// The weight of host `id`, or `None` if it was removed.
+    pub fn weight(&self, id: HostId) -> Option<u32> {
+        self.slot(id).map(|s| s.weight)
+    }
+
+    /// Whether host `id` is healthy, or `None` if it was removed.
+    pub fn is_healthy(&self, id: HostId) -> Option<bool> {
+        self.slot(id).map(|s| s.healthy)
+    }
+
+    /// Requests in flight to host `id` (selected, not yet released).
+    pub fn in_flight(&self, id: HostId) -> Option<u32> {
+        self.slot(id).map(|s| s.active)
+    }
+
+    /// The id of the host with `address`.
+    pub fn host_id(&self, address: &str) -> Option<HostId> {
+        let slot = self.find_address(address)?;
+        Some(self.id(slot))
+    }
+
+    /// Number of hosts.
+    pub fn len(&self) -> usize {
+        self.any.live as usize
+    }
+
+    /// Whether there are no hosts.
+    pub fn is_empty(&self) -> bool {
+        self.any.live == 0
+    }
+
+    /// The counters.
+    pub fn stats(&self) -> SubsetStats {
+        self.stats
+    }
+
+    /// Heap bytes held by the index (interned strings, hash tables, subsets and their member
+    /// arrays), without the host records (addresses, labels, per-host counters); an estimate
+    /// from capacities, for the benchmarks' memory figures.
+    pub fn index_heap_bytes(&self) -> usize {
+        let sets: usize = self.sets.iter().map(PickSet::heap_bytes).sum();
+        let subsets: usize = self
+            .subsets
+            .iter()
+            .flatten()
+            .map(|s| s.kvs.len() * size_of::<u32>())
+            .sum();
+        self.interner.heap_bytes()
+            + sets
+            + subsets
+            + self.sets.capacity() * size_of::<PickSet>()
+            + self.subsets.capacity() * size_of::<Option<Subset>>()
+            + self.subset_table.capacity() * (size_of::<u32>() + 1)
+            + self.default.as_ref().map_or(0, |(_, set)| set.heap_bytes())
+    }
+
+    fn id(&self, slot: u32) -> HostId {
+        HostId {
+            slot,
+            generation: self.slots[slot as usize].generation,
+        }
+    }
+
+    fn slot(&self, id: HostId) -> Option<&Slot> {
+        let slot = self.slots.get(id.slot as usize)?;
+        (slot.alive && slot.generation == id.generation).then_some(slot)
+    }
+
+    fn slot_mut(&mut self, id: HostId) -> Option<&mut Slot> {
+        let slot = self.slots.get_mut(id.slot as usize)?;
+        (slot.alive && slot.generation == id.generation).then_some(slot)
+    }
+
+    fn find_address(&self, address: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(address);
+        let slots = &self.slots;
+        self.addresses
+            .find(hash, |&s| &*slots[s as usize].address == address)
+            .copied()
+    }
+}
+
+/// Hash of a selector's key ids, or of a request's keys.
+fn keys_hash(state: &FixedState, keys: impl Iterator<Item = u32>) -> u64 {
+    let mut h = state.build_hasher();
+    keys.for_each(|k| h.write_u32(k));
+    h.finish()
+}
+
+/// Hash of a subset's identity: its selector and value ids.
+fn subset_hash(state: &FixedState, selector: u8, kvs: impl Iterator<Item = u32>) -> u64 {
+    let mut h = state.build_hasher();
+    h.write_u8(selector);
+    kvs.for_each(|kv| h.write_u32(kv));
+    h.finish()
+}

@@ -1,0 +1,474 @@
+//! Building the index from a host table: interning, one pass to the inverted index, then a
+//! depth-first walk of the selectors' key trie that intersects as it goes.
+
+use alloc::{borrow::Cow, boxed::Box, collections::BTreeMap, string::String, vec, vec::Vec};
+use core::hash::BuildHasher;
+
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
+use roaring::RoaringBitmap;
+
+use super::intern::Interner;
+use super::pickset::{Child, PickSet};
+use super::slot::Slot;
+use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, keys_hash, subset_hash};
+use crate::{Host, HostTable, SubsetConfig};
+
+/// Host lists at least this long become bitmaps: shorter ones intersect faster by filtering
+/// (a key unique per host never builds a bitmap).
+const DENSE: usize = 64;
+
+pub(super) fn build(table: &HostTable) -> SubsetLb {
+    let mut lb = SubsetLb::configured(table.version, &table.subset);
+    for host in &table.hosts {
+        lb.push_slot(host);
+    }
+    let index = Index::new(&lb);
+    let trie = Trie::new(&lb.selectors);
+    let mut walk = Walk {
+        lb: &mut lb,
+        index: &index,
+        trie: &trie,
+        path: Vec::new(),
+        dedup: HashTable::new(),
+    };
+    for &root in &trie.roots {
+        walk.node(root, None);
+    }
+    lb.build_default(&index);
+    lb
+}
+
+impl SubsetLb {
+    /// An empty load balancer with the configuration interned.
+    fn configured(version: u64, config: &SubsetConfig) -> SubsetLb {
+        let mut lb = SubsetLb {
+            version,
+            options: Options {
+                fallback_policy: config.fallback_policy,
+                panic_mode_any: config.panic_mode_any,
+                list_as_any: config.list_as_any,
+                allow_redundant_keys: config.allow_redundant_keys,
+                child: Child {
+                    policy: config.child_policy,
+                    panic_threshold: config.panic_threshold,
+                },
+            },
+            hasher: FixedState::default(),
+            interner: Interner::default(),
+            selectors: Vec::new(),
+            selector_table: HashTable::new(),
+            subsets: Vec::new(),
+            free_subsets: Vec::new(),
+            subset_table: HashTable::new(),
+            sets: Vec::new(),
+            free_sets: Vec::new(),
+            any: PickSet::all(),
+            default: None,
+            metadata_fallbacks: Vec::new(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            addresses: HashTable::new(),
+            stats: SubsetStats::default(),
+        };
+        for selector in &config.selectors {
+            lb.push_selector(selector);
+        }
+        if !config.default_subset.is_empty() {
+            let mut kvs = lb.intern_pairs(&config.default_subset);
+            kvs.sort_unstable();
+            lb.default = Some((kvs.into(), PickSet::default()));
+        }
+        for fallback in &config.metadata_fallbacks {
+            let mut md = Metadata::default();
+            for (k, v) in fallback {
+                let key = lb.interner.intern_key(k);
+                md.set_ids(key, lb.interner.intern_kv(key, v));
+            }
+            lb.metadata_fallbacks.push(md);
+        }
+        lb
+    }
+
+    fn intern_pairs(&mut self, pairs: &BTreeMap<String, String>) -> Vec<u32> {
+        let interner = &mut self.interner;
+        pairs
+            .iter()
+            .map(|(k, v)| {
+                let key = interner.intern_key(k);
+                interner.intern_kv(key, v)
+            })
+            .collect()
+    }
+
+    fn push_selector(&mut self, selector: &crate::SubsetSelector) {
+        let mut ids = |keys: &[String]| -> Box<[u32]> {
+            let mut ids: Vec<u32> = keys.iter().map(|k| self.interner.intern_key(k)).collect();
+            ids.sort_unstable();
+            ids.into()
+        };
+        let keys = ids(&selector.keys);
+        let keys_subset = ids(&selector.fallback_keys_subset);
+        let index = self.selectors.len() as u8;
+        let hash = keys_hash(&self.hasher, keys.iter().copied());
+        self.selectors.push(Selector {
+            keys,
+            fallback: selector.fallback_policy,
+            keys_subset,
+            single: selector.single_host_per_subset,
+        });
+        let (state, selectors) = (&self.hasher, &self.selectors);
+        self.selector_table.insert_unique(hash, index, |&s| {
+            keys_hash(state, selectors[usize::from(s)].keys.iter().copied())
+        });
+    }
+
+    /// The host's key=value ids, sorted by key then id, interning new ones.
+    pub(super) fn host_kvs(&mut self, host: &Host) -> Box<[u32]> {
+        let mut kvs = Vec::with_capacity(host.labels.len());
+        for (k, v) in &host.labels {
+            let key = self.interner.intern_key(k);
+            if self.options.list_as_any {
+                kvs.extend(v.split(',').map(|item| self.interner.intern_kv(key, item)));
+            } else {
+                kvs.push(self.interner.intern_kv(key, v));
+            }
+        }
+        let interner = &self.interner;
+        kvs.sort_unstable_by_key(|&kv| (interner.kv_key(kv), kv));
+        kvs.dedup();
+        kvs.into()
+    }
+
+    /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
+    /// are the caller's business. Returns the slot.
+    pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
+        let kvs = self.host_kvs(host);
+        let slot = Slot {
+            address: host.address.as_str().into(),
+            kvs,
+            weight: host.weight,
+            generation: 0,
+            held: 0,
+            active: 0,
+            alive: true,
+            healthy: host.healthy,
+        };
+        let s = match self.free_slots.pop() {
+            Some(s) => {
+                let generation = self.slots[s as usize].generation.wrapping_add(1);
+                self.slots[s as usize] = Slot { generation, ..slot };
+                s
+            }
+            None => {
+                self.slots.push(slot);
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let hash = self.hasher.hash_one(&host.address);
+        let (state, slots) = (&self.hasher, &self.slots);
+        self.addresses
+            .insert_unique(hash, s, |&s| state.hash_one(&*slots[s as usize].address));
+        self.any.add(s, &mut self.slots);
+        s
+    }
+
+    fn build_default(&mut self, index: &Index) {
+        let Some((kvs, _)) = &self.default else {
+            return;
+        };
+        let mut cand: Option<Cand<'_>> = None;
+        for &kv in kvs.iter() {
+            cand = Some(index.intersect(cand.as_ref(), kv));
+        }
+        let members = cand.map_or_else(Vec::new, |c| c.to_vec());
+        let set = PickSet::new(members, false, &mut self.slots);
+        if let Some((_, default)) = &mut self.default {
+            *default = set;
+        }
+    }
+
+    /// Adds a new subset over `set`; returns its index.
+    pub(super) fn push_subset(&mut self, selector: u8, kvs: &[u32], set: u32) -> u32 {
+        let subset = Subset {
+            selector,
+            kvs: kvs.into(),
+            set,
+        };
+        let i = match self.free_subsets.pop() {
+            Some(i) => {
+                self.subsets[i as usize] = Some(subset);
+                i
+            }
+            None => {
+                self.subsets.push(Some(subset));
+                (self.subsets.len() - 1) as u32
+            }
+        };
+        let hash = subset_hash(&self.hasher, selector, kvs.iter().copied());
+        let (state, subsets) = (&self.hasher, &self.subsets);
+        self.subset_table
+            .insert_unique(hash, i, |&i| match &subsets[i as usize] {
+                Some(s) => subset_hash(state, s.selector, s.kvs.iter().copied()),
+                None => 0,
+            });
+        self.stats.subsets_created += 1;
+        self.stats.subsets_active += 1;
+        i
+    }
+
+    /// Stores a new pick set; returns its index.
+    pub(super) fn push_set(&mut self, set: PickSet) -> u32 {
+        match self.free_sets.pop() {
+            Some(i) => {
+                self.sets[i as usize] = set;
+                i
+            }
+            None => {
+                self.sets.push(set);
+                (self.sets.len() - 1) as u32
+            }
+        }
+    }
+}
+
+/// The inverted index: per key=value id, the ascending slots carrying it, as one flat array,
+/// plus a bitmap for the long lists.
+struct Index {
+    starts: Vec<u32>,
+    slots: Vec<u32>,
+    bitmaps: Vec<Option<RoaringBitmap>>,
+    /// Per key id, its value ids carried by some host.
+    values: Vec<Vec<u32>>,
+}
+
+impl Index {
+    fn new(lb: &SubsetLb) -> Index {
+        let n = lb.interner.kv_count();
+        let mut starts = vec![0u32; n + 1];
+        for slot in &lb.slots {
+            slot.kvs.iter().for_each(|&kv| starts[kv as usize + 1] += 1);
+        }
+        for i in 0..n {
+            starts[i + 1] += starts[i];
+        }
+        let mut fill = starts.clone();
+        let mut slots = vec![0u32; starts[n] as usize];
+        for (s, slot) in lb.slots.iter().enumerate() {
+            for &kv in slot.kvs.iter() {
+                slots[fill[kv as usize] as usize] = s as u32;
+                fill[kv as usize] += 1;
+            }
+        }
+        let mut index = Index {
+            starts,
+            slots,
+            bitmaps: Vec::with_capacity(n),
+            values: Vec::new(),
+        };
+        for kv in 0..n as u32 {
+            let list = index.list(kv);
+            let (len, bitmap) = (
+                list.len(),
+                (list.len() >= DENSE)
+                    .then(|| RoaringBitmap::from_sorted_iter(list.iter().copied()).ok())
+                    .flatten(),
+            );
+            index.bitmaps.push(bitmap);
+            if len > 0 {
+                let key = lb.interner.kv_key(kv) as usize;
+                if index.values.len() <= key {
+                    index.values.resize_with(key + 1, Vec::new);
+                }
+                index.values[key].push(kv);
+            }
+        }
+        index
+    }
+
+    fn list(&self, kv: u32) -> &[u32] {
+        let (a, b) = (self.starts[kv as usize], self.starts[kv as usize + 1]);
+        &self.slots[a as usize..b as usize]
+    }
+
+    fn values(&self, key: u32) -> &[u32] {
+        self.values.get(key as usize).map_or(&[], |v| &v[..])
+    }
+
+    /// `cand` (all hosts if `None`) intersected with the hosts carrying `kv`.
+    fn intersect<'a>(&'a self, cand: Option<&Cand<'a>>, kv: u32) -> Cand<'a> {
+        let bits = self.bitmaps[kv as usize].as_ref();
+        let list = self.list(kv);
+        match (cand, bits) {
+            (None, Some(b)) => Cand::Bits(Cow::Borrowed(b)),
+            (None, None) => Cand::List(Cow::Borrowed(list)),
+            (Some(Cand::Bits(c)), Some(b)) => Cand::Bits(Cow::Owned(c.as_ref() & b)),
+            (Some(Cand::Bits(c)), None) => {
+                Cand::List(list.iter().filter(|&&s| c.contains(s)).copied().collect())
+            }
+            (Some(Cand::List(c)), Some(b)) => {
+                Cand::List(c.iter().filter(|&&s| b.contains(s)).copied().collect())
+            }
+            (Some(Cand::List(c)), None) => Cand::List(Cow::Owned(merge(c, list))),
+        }
+    }
+}
+
+/// Intersection of two ascending lists.
+fn merge(a: &[u32], b: &[u32]) -> Vec<u32> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            core::cmp::Ordering::Less => i += 1,
+            core::cmp::Ordering::Greater => j += 1,
+            core::cmp::Ordering::Equal => {
+                out.push(a[i]);
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out
+}
+
+/// A set of slots during the walk.
+enum Cand<'a> {
+    Bits(Cow<'a, RoaringBitmap>),
+    List(Cow<'a, [u32]>),
+}
+
+impl Cand<'_> {
+    fn is_empty(&self) -> bool {
+        match self {
+            Cand::Bits(b) => b.is_empty(),
+            Cand::List(l) => l.is_empty(),
+        }
+    }
+
+    fn to_vec(&self) -> Vec<u32> {
+        match self {
+            Cand::Bits(b) => b.iter().collect(),
+            Cand::List(l) => l.to_vec(),
+        }
+    }
+}
+
+/// The selectors' sorted key lists as a trie: selectors with a common key prefix share nodes,
+/// and so the intersections of that prefix.
+struct Trie {
+    nodes: Vec<Node>,
+    roots: Vec<usize>,
+}
+
+struct Node {
+    key: u32,
+    children: Vec<usize>,
+    /// The selector whose last key this is.
+    ends: Option<u8>,
+}
+
+impl Trie {
+    fn new(selectors: &[Selector]) -> Trie {
+        let mut trie = Trie {
+            nodes: Vec::new(),
+            roots: Vec::new(),
+        };
+        for (i, selector) in selectors.iter().enumerate() {
+            let mut level: Option<usize> = None;
+            for &key in selector.keys.iter() {
+                level = Some(trie.child(level, key));
+            }
+            if let Some(last) = level {
+                trie.nodes[last].ends = Some(i as u8);
+            }
+        }
+        trie
+    }
+
+    /// The child of `parent` (a root if `None`) for `key`, made if new.
+    fn child(&mut self, parent: Option<usize>, key: u32) -> usize {
+        let siblings = match parent {
+            Some(p) => &self.nodes[p].children,
+            None => &self.roots,
+        };
+        if let Some(&n) = siblings.iter().find(|&&n| self.nodes[n].key == key) {
+            return n;
+        }
+        let n = self.nodes.len();
+        self.nodes.push(Node {
+            key,
+            children: Vec::new(),
+            ends: None,
+        });
+        match parent {
+            Some(p) => self.nodes[p].children.push(n),
+            None => self.roots.push(n),
+        }
+        n
+    }
+}
+
+/// The depth-first walk making the subsets.
+struct Walk<'w> {
+    lb: &'w mut SubsetLb,
+    index: &'w Index,
+    trie: &'w Trie,
+    /// Value ids from the root to the current node.
+    path: Vec<u32>,
+    /// Sets made so far, by members, so identical subsets share one.
+    dedup: HashTable<u32>,
+}
+
+impl<'w> Walk<'w> {
+    fn node(&mut self, n: usize, cand: Option<&Cand<'w>>) {
+        let node = &self.trie.nodes[n];
+        for &kv in self.index.values(node.key) {
+            let next = self.index.intersect(cand, kv);
+            if next.is_empty() {
+                continue;
+            }
+            self.path.push(kv);
+            if let Some(selector) = node.ends {
+                self.emit(selector, &next);
+            }
+            for &child in &node.children {
+                self.node(child, Some(&next));
+            }
+            self.path.pop();
+        }
+    }
+
+    fn emit(&mut self, selector: u8, cand: &Cand<'_>) {
+        let single = self.lb.selectors[usize::from(selector)].single;
+        let members = cand.to_vec();
+        if single {
+            self.lb.stats.single_host_collisions += members.len() as u64 - 1;
+        }
+        let hash = self.lb.hasher.hash_one((single, &members[..]));
+        let sets = &self.lb.sets;
+        let same = |&s: &u32| {
+            let set = &sets[s as usize];
+            set.single == single && set.members == members
+        };
+        let set = match self.dedup.find(hash, same) {
+            Some(&s) => {
+                self.lb.sets[s as usize].refs += 1;
+                s
+            }
+            None => {
+                let mut set = PickSet::new(members, single, &mut self.lb.slots);
+                set.refs = 1;
+                let s = self.lb.push_set(set);
+                let (state, sets) = (&self.lb.hasher, &self.lb.sets);
+                self.dedup.insert_unique(hash, s, |&s| {
+                    let set = &sets[s as usize];
+                    state.hash_one((set.single, &set.members[..]))
+                });
+                s
+            }
+        };
+        let path = core::mem::take(&mut self.path);
+        self.lb.push_subset(selector, &path, set);
+        self.path = path;
+    }
+}

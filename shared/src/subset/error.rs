@@ -1,0 +1,25 @@
+//! Why the subset load balancer refused a table or an update.
+
+use alloc::string::String;
+
+use crate::HostTableError;
+
+/// Why [`SubsetLb::build`](crate::SubsetLb::build) or an update was refused. The load balancer
+/// is unchanged after an error.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SubsetError {
+    /// The table, or the host given to an update, breaks a rule of
+    /// [`HostTable::validate`](crate::HostTable::validate).
+    #[error(transparent)]
+    Table(#[from] HostTableError),
+    /// No host has this address.
+    #[error("no host with address \"{0}\"")]
+    UnknownHost(String),
+    /// A host with this address is already in the table.
+    #[error("a host with address \"{0}\" is already in the table")]
+    DuplicateAddress(String),
+    /// The table already has [`MAX_HOSTS`](crate::MAX_HOSTS) hosts.
+    #[error("host table full: at most {max} hosts", max = crate::MAX_HOSTS)]
+    Full,
+}

@@ -1,0 +1,157 @@
+//! Finding the set a request picks from: Envoy's `chooseHostIteration`, over the index.
+
+use super::pickset::Rng;
+use super::{Fallback, HostId, Metadata, SubsetLb, keys_hash, subset_hash};
+use crate::{FallbackPolicy, SelectorFallback};
+
+/// Where a pick happens.
+#[derive(Debug, Clone, Copy)]
+enum Target {
+    Set(u32),
+    Any,
+    Default,
+}
+
+impl SubsetLb {
+    /// The request's own metadata, then each metadata fallback merged over it.
+    pub(super) fn with_fallbacks(
+        &mut self,
+        md: &Metadata,
+        rng: &mut Rng,
+        exclude: Option<u32>,
+    ) -> Option<super::Selection> {
+        if let Some(chosen) = self.iteration(md, rng, exclude) {
+            return Some(chosen);
+        }
+        for i in 0..self.metadata_fallbacks.len() {
+            let mut merged = *md;
+            for &(k, kv) in self.metadata_fallbacks[i].pairs() {
+                merged.set_ids(k, kv);
+            }
+            if let Some(mut chosen) = self.iteration(&merged, rng, exclude) {
+                chosen.metadata_fallback = Some(i as u8);
+                return Some(chosen);
+            }
+        }
+        None
+    }
+
+    fn iteration(
+        &mut self,
+        md: &Metadata,
+        rng: &mut Rng,
+        exclude: Option<u32>,
+    ) -> Option<super::Selection> {
+        let md = match self.options.allow_redundant_keys {
+            true => self.without_redundant_keys(md),
+            false => *md,
+        };
+        if !md.is_empty() {
+            if let Some(set) = self.find_subset(&md) {
+                self.stats.subset_hits += 1;
+                return self.pick(Target::Set(set), Fallback::None, rng, exclude);
+            }
+            if let Some(selector) = self.selector_for(&md) {
+                let selector = &self.selectors[usize::from(selector)];
+                match selector.fallback {
+                    SelectorFallback::NoFallback => return None,
+                    SelectorFallback::AnyEndpoint => {
+                        return self.pick(Target::Any, Fallback::AnyEndpoint, rng, exclude);
+                    }
+                    SelectorFallback::DefaultSubset => {
+                        return self.pick(Target::Default, Fallback::DefaultSubset, rng, exclude);
+                    }
+                    SelectorFallback::KeysSubset => {
+                        let cut = md.only(&selector.keys_subset);
+                        let mut chosen = self.iteration(&cut, rng, exclude)?;
+                        if chosen.fallback == Fallback::None {
+                            chosen.fallback = Fallback::KeysSubset;
+                        }
+                        return Some(chosen);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self.top_level(rng, exclude)
+    }
+
+    fn top_level(&mut self, rng: &mut Rng, exclude: Option<u32>) -> Option<super::Selection> {
+        let (target, fallback) = match self.options.fallback_policy {
+            FallbackPolicy::AnyEndpoint => (Target::Any, Fallback::AnyEndpoint),
+            FallbackPolicy::DefaultSubset => (Target::Default, Fallback::DefaultSubset),
+            _ => return None,
+        };
+        if let Some(chosen) = self.pick(target, fallback, rng, exclude) {
+            self.stats.fallbacks += 1;
+            return Some(chosen);
+        }
+        if !self.options.panic_mode_any {
+            return None;
+        }
+        let chosen = self.pick(Target::Any, Fallback::PanicAny, rng, exclude)?;
+        self.stats.panics += 1;
+        Some(chosen)
+    }
+
+    /// `md` cut to the keys of the first selector whose keys it all has, if any.
+    fn without_redundant_keys(&self, md: &Metadata) -> Metadata {
+        self.selectors
+            .iter()
+            .find(|s| md.has_keys(&s.keys))
+            .map_or(*md, |s| md.only(&s.keys))
+    }
+
+    /// The selector whose keys are exactly those of `md`.
+    fn selector_for(&self, md: &Metadata) -> Option<u8> {
+        if md.has_foreign_key() {
+            return None;
+        }
+        let hash = keys_hash(&self.hasher, md.pairs().iter().map(|&(k, _)| k));
+        let selectors = &self.selectors;
+        self.selector_table
+            .find(hash, |&s| md.keys_are(&selectors[usize::from(s)].keys))
+            .copied()
+    }
+
+    /// The set of the subset `md` names exactly.
+    pub(super) fn find_subset(&self, md: &Metadata) -> Option<u32> {
+        let selector = self.selector_for(md)?;
+        let kvs = md.pairs().iter().map(|&(_, kv)| kv);
+        let hash = subset_hash(&self.hasher, selector, kvs.clone());
+        let subsets = &self.subsets;
+        let found = self.subset_table.find(hash, |&i| {
+            subsets[i as usize]
+                .as_ref()
+                .is_some_and(|s| s.selector == selector && s.kvs.iter().copied().eq(kvs.clone()))
+        })?;
+        Some(subsets[*found as usize].as_ref()?.set)
+    }
+
+    fn pick(
+        &mut self,
+        target: Target,
+        fallback: Fallback,
+        rng: &mut Rng,
+        exclude: Option<u32>,
+    ) -> Option<super::Selection> {
+        let set = match target {
+            Target::Set(i) => &mut self.sets[i as usize],
+            Target::Default => match &mut self.default {
+                Some((_, set)) => set,
+                None => &mut self.any,
+            },
+            Target::Any => &mut self.any,
+        };
+        let pick = set.pick(&self.slots, self.options.child, rng, exclude)?;
+        Some(super::Selection {
+            host: HostId {
+                slot: pick.slot,
+                generation: self.slots[pick.slot as usize].generation,
+            },
+            fallback,
+            metadata_fallback: None,
+            panic: pick.panic,
+        })
+    }
+}

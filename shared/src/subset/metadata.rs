@@ -1,0 +1,100 @@
+//! A request's subset metadata: up to [`METADATA_CAPACITY`] interned key=value pairs, kept
+//! sorted by key, in a fixed array (no allocation per request).
+
+use super::intern::Interner;
+
+/// Most key=value pairs one [`Metadata`] holds.
+pub const METADATA_CAPACITY: usize = 8;
+
+/// Value id of a known key whose value no host has: it matches no subset.
+pub(super) const UNKNOWN_VALUE: u32 = u32::MAX;
+
+/// The metadata of one request, made by [`SubsetLb::metadata`](crate::SubsetLb::metadata) and
+/// filled with [`SubsetLb::set`](crate::SubsetLb::set).
+///
+/// Pairs are interned against the load balancer that made it; use it with that one only (a
+/// rebuilt load balancer interns anew).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Metadata {
+    len: u8,
+    /// A key no selector, host or fallback knows, or a pair beyond the capacity: the metadata
+    /// then matches no subset, and lookups that ignore extra keys drop it.
+    foreign: bool,
+    /// (key id, key=value id or [`UNKNOWN_VALUE`]), sorted by key id.
+    pairs: [(u32, u32); METADATA_CAPACITY],
+}
+
+impl Metadata {
+    /// Number of pairs held (foreign keys not counted).
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// Whether no pair was set.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0 && !self.foreign
+    }
+
+    /// Whether a key was set that matches nothing (unknown, or beyond the capacity).
+    pub fn has_foreign_key(&self) -> bool {
+        self.foreign
+    }
+
+    pub(super) fn pairs(&self) -> &[(u32, u32)] {
+        &self.pairs[..self.len()]
+    }
+
+    pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
+        match interner.key(key) {
+            None => self.foreign = true,
+            Some(k) => self.set_ids(k, interner.kv(k, value).unwrap_or(UNKNOWN_VALUE)),
+        }
+    }
+
+    /// Sets key `k` to `kv`, replacing an earlier value of `k`.
+    pub(super) fn set_ids(&mut self, k: u32, kv: u32) {
+        let len = self.len();
+        let at = self.pairs[..len].partition_point(|&(key, _)| key < k);
+        if at < len && self.pairs[at].0 == k {
+            self.pairs[at].1 = kv;
+            return;
+        }
+        if len == METADATA_CAPACITY {
+            self.foreign = true;
+            return;
+        }
+        self.pairs.copy_within(at..len, at + 1);
+        self.pairs[at] = (k, kv);
+        self.len += 1;
+    }
+
+    /// The pairs whose keys are in `keys` (sorted), without the foreign mark.
+    pub(super) fn only(&self, keys: &[u32]) -> Metadata {
+        let mut out = Metadata::default();
+        for &(k, kv) in self.pairs() {
+            if keys.binary_search(&k).is_ok() {
+                out.pairs[out.len()] = (k, kv);
+                out.len += 1;
+            }
+        }
+        out
+    }
+
+    /// Whether every key of `keys` (sorted) is set.
+    pub(super) fn has_keys(&self, keys: &[u32]) -> bool {
+        let pairs = self.pairs();
+        keys.iter()
+            .all(|k| pairs.binary_search_by_key(k, |&(key, _)| key).is_ok())
+    }
+
+    /// Whether the keys set are exactly `keys` (sorted).
+    pub(super) fn keys_are(&self, keys: &[u32]) -> bool {
+        !self.foreign
+            && keys.len() == self.len()
+            && self
+                .pairs()
+                .iter()
+                .zip(keys)
+                .all(|(&(k, _), key)| k == *key)
+    }
+}

@@ -1,0 +1,262 @@
+//! The member list of a subset (shared by identical subsets) and the child load balancers that
+//! pick from it.
+//!
+//! Members are a plain array of slots, so a pick is an index, never a bitmap `select`. Removed
+//! hosts stay in the array as tombstones (picks skip them) until they are more than half of it,
+//! which keeps a removal O(subsets of the host) instead of O(subset size).
+
+use alloc::vec::Vec;
+
+use super::slot::Slot;
+use crate::LbPolicy;
+
+/// Random draws before a pick falls back to a scan from a random start: with at least a quarter
+/// of the members eligible (compaction keeps half live; out of panic half of those are
+/// healthy) a scan is needed less than once in 10^4 picks.
+const TRIES: u32 = 32;
+
+/// splitmix64 over the caller's entropy: one multiply-xorshift per draw, same in Wasm.
+#[derive(Debug)]
+pub(super) struct Rng(pub u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (n > 0), by multiply-shift.
+    fn below(&mut self, n: u32) -> u32 {
+        (((self.next() >> 32) * u64::from(n)) >> 32) as u32
+    }
+}
+
+/// How hosts are picked inside a set.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Child {
+    pub policy: LbPolicy,
+    pub panic_threshold: u8,
+}
+
+/// A host picked, and whether the set was in panic.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pick {
+    pub slot: u32,
+    pub panic: bool,
+}
+
+/// The hosts of one or more identical subsets, or (`all`) of the whole table.
+#[derive(Debug, Default)]
+pub(super) struct PickSet {
+    /// Member slots, possibly dead; unused when `all`.
+    pub members: Vec<u32>,
+    /// Every slot of the table is a member.
+    pub all: bool,
+    /// Subsets sharing this set.
+    pub refs: u32,
+    pub live: u32,
+    pub healthy: u32,
+    /// Upper bound of the live members' weights.
+    pub max_weight: u32,
+    /// single_host_per_subset: only `first`, the live member in the lowest slot, is picked.
+    pub single: bool,
+    pub first: u32,
+    cursor: u32,
+}
+
+impl PickSet {
+    /// A set of live `members`.
+    pub fn new(members: Vec<u32>, single: bool, slots: &mut [Slot]) -> PickSet {
+        let mut set = PickSet {
+            single,
+            first: members.iter().min().copied().unwrap_or(0),
+            ..PickSet::default()
+        };
+        for &m in &members {
+            set.count_in(&mut slots[m as usize]);
+        }
+        set.members = members;
+        set
+    }
+
+    /// The set of every slot of the table, empty for now.
+    pub fn all() -> PickSet {
+        PickSet {
+            all: true,
+            ..PickSet::default()
+        }
+    }
+
+    fn count_in(&mut self, slot: &mut Slot) {
+        self.live += 1;
+        self.healthy += u32::from(slot.healthy);
+        self.max_weight = self.max_weight.max(slot.weight);
+        if !self.all {
+            slot.held += 1;
+        }
+    }
+
+    /// Adds a live slot (not yet a member).
+    pub fn add(&mut self, s: u32, slots: &mut [Slot]) {
+        if !self.all {
+            self.members.push(s);
+        }
+        if self.live == 0 || s < self.first {
+            self.first = s;
+        }
+        self.count_in(&mut slots[s as usize]);
+    }
+
+    /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.
+    pub fn remove(&mut self, s: u32, slots: &[Slot]) {
+        self.live -= 1;
+        self.healthy -= u32::from(slots[s as usize].healthy);
+        if self.single && self.first == s && self.live > 0 {
+            self.first = self.lowest_live(slots, s);
+        }
+    }
+
+    fn lowest_live(&self, slots: &[Slot], removed: u32) -> u32 {
+        let live = |&&m: &&u32| m != removed && slots[m as usize].alive;
+        self.members.iter().filter(live).min().copied().unwrap_or(0)
+    }
+
+    /// Whether tombstones are more than half of the members.
+    pub fn wants_compaction(&self) -> bool {
+        !self.all && self.members.len() > 2 * self.live as usize
+    }
+
+    /// Drops the tombstones; returns their slots, no longer held by this set.
+    pub fn compact(&mut self, slots: &[Slot]) -> Vec<u32> {
+        let (live, dead) = self.members.iter().partition(|&&m| slots[m as usize].alive);
+        self.members = live;
+        dead
+    }
+
+    /// The live members, for a copy.
+    pub fn live_members(&self, slots: &[Slot]) -> Vec<u32> {
+        let live = |m: &&u32| slots[**m as usize].alive;
+        self.members.iter().filter(live).copied().collect()
+    }
+
+    /// Picks a host, never `exclude`; `None` if the set has no host the policy may pick.
+    pub fn pick(
+        &mut self,
+        slots: &[Slot],
+        child: Child,
+        rng: &mut Rng,
+        exclude: Option<u32>,
+    ) -> Option<Pick> {
+        if self.live == 0 {
+            return None;
+        }
+        if self.single {
+            return self.pick_single(slots, child, exclude);
+        }
+        let panic =
+            u64::from(self.healthy) * 100 < u64::from(child.panic_threshold) * u64::from(self.live);
+        if !panic && self.healthy == 0 {
+            return None;
+        }
+        let n = if self.all {
+            slots.len() as u32
+        } else {
+            self.members.len() as u32
+        };
+        let view = View {
+            members: (!self.all).then_some(&self.members[..]),
+            slots,
+            n,
+            panic,
+            exclude,
+        };
+        let slot = match child.policy {
+            LbPolicy::RoundRobin => view.round_robin(&mut self.cursor),
+            LbPolicy::Weighted => view.weighted(rng, self.max_weight),
+            LbPolicy::LeastRequest => view.least_request(rng),
+            _ => view.random(rng),
+        }?;
+        Some(Pick { slot, panic })
+    }
+
+    fn pick_single(&self, slots: &[Slot], child: Child, exclude: Option<u32>) -> Option<Pick> {
+        let slot = &slots[self.first as usize];
+        let panic = !slot.healthy && child.panic_threshold > 0;
+        let ok = (slot.healthy || panic) && exclude != Some(self.first);
+        ok.then_some(Pick {
+            slot: self.first,
+            panic,
+        })
+    }
+
+    /// Heap bytes held, for the memory figures.
+    pub fn heap_bytes(&self) -> usize {
+        self.members.capacity() * size_of::<u32>()
+    }
+}
+
+/// The candidates of one pick.
+struct View<'a> {
+    /// `None`: every slot.
+    members: Option<&'a [u32]>,
+    slots: &'a [Slot],
+    n: u32,
+    panic: bool,
+    exclude: Option<u32>,
+}
+
+impl View<'_> {
+    fn at(&self, i: u32) -> u32 {
+        self.members.map_or(i, |m| m[i as usize])
+    }
+
+    fn ok(&self, s: u32) -> bool {
+        let slot = &self.slots[s as usize];
+        slot.alive && (self.panic || slot.healthy) && self.exclude != Some(s)
+    }
+
+    /// The first eligible member from `start` on, wrapping; its index.
+    fn scan(&self, start: u32) -> Option<u32> {
+        (0..self.n)
+            .map(|step| (start + step) % self.n)
+            .find(|&i| self.ok(self.at(i)))
+    }
+
+    fn round_robin(&self, cursor: &mut u32) -> Option<u32> {
+        let i = self.scan(*cursor % self.n)?;
+        *cursor = i + 1;
+        Some(self.at(i))
+    }
+
+    fn random(&self, rng: &mut Rng) -> Option<u32> {
+        for _ in 0..TRIES {
+            let s = self.at(rng.below(self.n));
+            if self.ok(s) {
+                return Some(s);
+            }
+        }
+        Some(self.at(self.scan(rng.below(self.n))?))
+    }
+
+    /// Rejection sampling: a uniform member is kept with probability weight / max_weight, which
+    /// picks in proportion to weight without a prefix-sum array per subset.
+    fn weighted(&self, rng: &mut Rng, max_weight: u32) -> Option<u32> {
+        for _ in 0..TRIES {
+            let s = self.at(rng.below(self.n));
+            if self.ok(s) && rng.below(max_weight.max(1)) < self.slots[s as usize].weight {
+                return Some(s);
+            }
+        }
+        Some(self.at(self.scan(rng.below(self.n))?))
+    }
+
+    fn least_request(&self, rng: &mut Rng) -> Option<u32> {
+        let a = self.random(rng)?;
+        let b = self.random(rng).unwrap_or(a);
+        let active = |s: u32| self.slots[s as usize].active;
+        Some(if active(b) < active(a) { b } else { a })
+    }
+}

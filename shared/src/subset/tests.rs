@@ -1,0 +1,308 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+extern crate std;
+
+mod options;
+mod reference;
+
+use std::collections::BTreeMap;
+use std::format;
+use std::string::{String, ToString};
+use std::vec::Vec;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::{Host, HostTable, LbPolicy, SubsetConfig, SubsetSelector};
+use reference::{Reference, Request};
+
+const KEYS: [&str; 4] = ["a", "b", "c", "d"];
+/// Values of host labels; "1,2" is a list under `list_as_any` and a plain value otherwise.
+const VALUES: [&str; 5] = ["1", "2", "3", "1,2", "2,3"];
+
+fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
+    prop::collection::btree_map(
+        prop::sample::select(&KEYS[..]).prop_map(str::to_string),
+        prop::sample::select(&VALUES[..]).prop_map(str::to_string),
+        0..=4,
+    )
+}
+
+fn host_parts() -> impl Strategy<Value = (BTreeMap<String, String>, bool, u32)> {
+    (labels(), prop::bool::weighted(0.8), 1..5u32)
+}
+
+fn host(n: usize, (labels, healthy, weight): (BTreeMap<String, String>, bool, u32)) -> Host {
+    Host {
+        address: format!("http://10.0.{}.{}", n / 250, n % 250),
+        weight,
+        healthy,
+        labels,
+    }
+}
+
+fn keys_of(mask: u8) -> Vec<String> {
+    (0..4)
+        .filter(|i| mask & (1 << i) != 0)
+        .map(|i| KEYS[i].to_string())
+        .collect()
+}
+
+const SELECTOR_FALLBACKS: [SelectorFallback; 5] = [
+    SelectorFallback::NotDefined,
+    SelectorFallback::NoFallback,
+    SelectorFallback::AnyEndpoint,
+    SelectorFallback::DefaultSubset,
+    SelectorFallback::KeysSubset,
+];
+
+/// A selector from raw draws: keys from a mask, a fallback, a keys subset from another mask
+/// (cut to a strict subset), single host or not.
+fn selector((mask, fallback, sub, single): (u8, usize, u8, bool)) -> SubsetSelector {
+    let keys = keys_of(mask);
+    let mut fallback_policy = SELECTOR_FALLBACKS[fallback];
+    let mut fallback_keys_subset = Vec::new();
+    if fallback_policy == SelectorFallback::KeysSubset {
+        let subset: Vec<String> = keys_of(mask & sub);
+        fallback_keys_subset = match subset.len() {
+            n if n > 0 && n < keys.len() => subset,
+            _ => keys[..keys.len() - 1].to_vec(),
+        };
+        if fallback_keys_subset.is_empty() {
+            fallback_policy = SelectorFallback::NotDefined;
+        }
+    }
+    SubsetSelector {
+        keys,
+        fallback_policy,
+        fallback_keys_subset,
+        single_host_per_subset: single,
+    }
+}
+
+fn pairs(max: usize) -> impl Strategy<Value = BTreeMap<String, String>> {
+    prop::collection::btree_map(
+        prop::sample::select(&["a", "b", "c", "d", "x"][..]).prop_map(str::to_string),
+        prop::sample::select(&["1", "2", "3", "9"][..]).prop_map(str::to_string),
+        0..=max,
+    )
+}
+
+fn config() -> impl Strategy<Value = SubsetConfig> {
+    let selectors = prop::collection::vec(
+        (1..16u8, 0..5usize, any::<u8>(), prop::bool::weighted(0.2)),
+        0..6,
+    );
+    let policy = prop::sample::select(
+        &[
+            FallbackPolicy::NoFallback,
+            FallbackPolicy::AnyEndpoint,
+            FallbackPolicy::DefaultSubset,
+        ][..],
+    );
+    let child = prop::sample::select(
+        &[
+            LbPolicy::RoundRobin,
+            LbPolicy::Weighted,
+            LbPolicy::Random,
+            LbPolicy::LeastRequest,
+        ][..],
+    );
+    let flags = (any::<bool>(), any::<bool>(), any::<bool>());
+    let fallbacks =
+        prop::collection::vec(pairs(2).prop_filter("non-empty", |p| !p.is_empty()), 0..3);
+    let threshold = prop::sample::select(&[0u8, 50, 100][..]);
+    (
+        selectors,
+        policy,
+        pairs(2),
+        flags,
+        fallbacks,
+        child,
+        threshold,
+    )
+        .prop_map(
+            |(
+                raw,
+                fallback_policy,
+                default_subset,
+                (panic_mode_any, list_as_any, allow_redundant_keys),
+                metadata_fallbacks,
+                child_policy,
+                panic_threshold,
+            )| {
+                let mut selectors: Vec<SubsetSelector> = Vec::new();
+                for s in raw.into_iter().map(selector) {
+                    let same = |o: &SubsetSelector| o.keys == s.keys;
+                    if !selectors.iter().any(same) {
+                        selectors.push(s);
+                    }
+                }
+                SubsetConfig {
+                    fallback_policy,
+                    default_subset,
+                    selectors,
+                    panic_mode_any,
+                    list_as_any,
+                    allow_redundant_keys,
+                    metadata_fallbacks,
+                    child_policy,
+                    panic_threshold,
+                }
+            },
+        )
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Add((BTreeMap<String, String>, bool, u32)),
+    Remove(usize),
+    Health(usize, bool),
+    Weight(usize, u32),
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        host_parts().prop_map(Op::Add),
+        any::<usize>().prop_map(Op::Remove),
+        (any::<usize>(), any::<bool>()).prop_map(|(i, h)| Op::Health(i, h)),
+        (any::<usize>(), 1..9u32).prop_map(|(i, w)| Op::Weight(i, w)),
+    ]
+}
+
+/// Applies `op` to the index and to the reference's host list.
+fn apply(lb: &mut SubsetLb, hosts: &mut Vec<Host>, next: &mut usize, op: Op) {
+    match op {
+        Op::Add(parts) => {
+            let h = host(*next, parts);
+            *next += 1;
+            lb.add_host(h.clone()).unwrap();
+            hosts.push(h);
+        }
+        Op::Remove(i) if !hosts.is_empty() => {
+            let h = hosts.remove(i % hosts.len());
+            lb.remove_host(&h.address).unwrap();
+            assert_eq!(lb.host_id(&h.address), None);
+        }
+        Op::Health(i, healthy) if !hosts.is_empty() => {
+            let n = hosts.len();
+            hosts[i % n].healthy = healthy;
+            lb.set_healthy(&hosts[i % n].address, healthy).unwrap();
+        }
+        Op::Weight(i, weight) if !hosts.is_empty() => {
+            let n = hosts.len();
+            hosts[i % n].weight = weight;
+            lb.set_weight(&hosts[i % n].address, weight).unwrap();
+        }
+        _ => {}
+    }
+}
+
+fn metadata(lb: &SubsetLb, request: &Request) -> Metadata {
+    let mut md = lb.metadata();
+    for (k, v) in request {
+        lb.set(&mut md, k, v);
+    }
+    md
+}
+
+/// The index and the reference agree on every request: same fallback, same panic, a host the
+/// reference allows; the retry too; and on the number of active subsets.
+fn agree(lb: &mut SubsetLb, hosts: &[Host], config: &SubsetConfig, requests: &[Request]) {
+    let live = hosts
+        .iter()
+        .map(|h| (lb.host_id(&h.address).unwrap().slot, h))
+        .collect();
+    let reference = Reference {
+        config,
+        hosts: live,
+    };
+    let active = reference.active_subsets().len() as u64;
+    assert_eq!(lb.stats().subsets_active, active, "active subsets");
+    for (n, request) in requests.iter().enumerate() {
+        let md = metadata(lb, request);
+        let expected = reference.select(request, None);
+        let chosen = lb.select(&md, n as u64);
+        check(lb, chosen, expected.as_ref(), request);
+        let Some(chosen) = chosen else { continue };
+        let address = lb.address(chosen.host).unwrap().to_string();
+        let expected = reference.select(request, Some(&address));
+        let retried = lb.select_retry(&md, !(n as u64), chosen.host);
+        check(lb, retried, expected.as_ref(), request);
+        if let Some(retried) = retried {
+            assert_ne!(retried.host, chosen.host);
+            lb.release(retried.host);
+        }
+        lb.release(chosen.host);
+    }
+}
+
+fn check(
+    lb: &SubsetLb,
+    chosen: Option<Selection>,
+    expected: Option<&reference::Expected>,
+    request: &Request,
+) {
+    match (chosen, expected) {
+        (None, None) => {}
+        (Some(c), Some(e)) => {
+            let address = lb.address(c.host).unwrap();
+            assert_eq!(
+                (c.fallback, c.metadata_fallback, c.panic),
+                (e.fallback, e.metadata_fallback, e.panic),
+                "request {request:?}"
+            );
+            assert!(
+                e.pool.contains(address),
+                "request {request:?}: {address} not in {:?}",
+                e.pool
+            );
+        }
+        (c, e) => panic!("request {request:?}: index chose {c:?}, reference {e:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    #[test]
+    fn index_agrees_with_reference(
+        parts in prop::collection::vec(host_parts(), 0..24),
+        config in config(),
+        requests in prop::collection::vec(pairs(4), 1..12),
+        ops in prop::collection::vec(op(), 0..24),
+    ) {
+        let mut hosts: Vec<Host> = parts.into_iter().enumerate().map(|(i, p)| host(i, p)).collect();
+        let table = HostTable { version: 1, hosts: hosts.clone(), subset: config.clone() };
+        let mut lb = SubsetLb::build(&table).unwrap();
+        agree(&mut lb, &hosts, &config, &requests);
+        let mut next = hosts.len();
+        for op in ops {
+            apply(&mut lb, &mut hosts, &mut next, op);
+            agree(&mut lb, &hosts, &config, &requests);
+        }
+        // A fresh build of the final table agrees too (and with the updated index's count).
+        let rebuilt = SubsetLb::build(&HostTable { version: 2, hosts: hosts.clone(), subset: config.clone() }).unwrap();
+        prop_assert_eq!(rebuilt.stats().subsets_active, lb.stats().subsets_active);
+    }
+
+    #[test]
+    fn every_host_is_picked_from_its_subset(n in 1usize..40, seed in any::<u64>()) {
+        let hosts: Vec<Host> = (0..n).map(|i| host(i, (BTreeMap::from([("a".into(), (i % 3).to_string())]), true, 1))).collect();
+        let mut table = HostTable { version: 1, hosts, subset: SubsetConfig::default() };
+        table.subset.selectors.push(SubsetSelector::new(["a"]));
+        for policy in [LbPolicy::RoundRobin, LbPolicy::Weighted, LbPolicy::Random, LbPolicy::LeastRequest] {
+            table.subset.child_policy = policy;
+            let mut lb = SubsetLb::build(&table).unwrap();
+            let mut md = lb.metadata();
+            lb.set(&mut md, "a", "1");
+            for i in 0..20u64 {
+                let Some(c) = lb.select(&md, seed ^ i) else {
+                    prop_assert!(n < 2);
+                    continue;
+                };
+                let slot = c.host.slot as usize;
+                prop_assert_eq!(slot % 3, 1);
+            }
+        }
+    }
+}

@@ -1,0 +1,462 @@
+//! One test per fallback policy and per option, on small hand-made tables.
+
+extern crate std;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::string::String;
+use std::vec::Vec;
+use std::{format, vec};
+
+use super::super::*;
+use crate::{Host, HostTable, LbPolicy, SubsetConfig, SubsetSelector};
+
+/// Hosts `http://h{i}` with the given labels ("k=v,k=v").
+fn table(hosts: &[&str], config: SubsetConfig) -> HostTable {
+    let hosts = hosts
+        .iter()
+        .enumerate()
+        .map(|(i, labels)| {
+            let mut host = Host::new(format!("http://h{i}"));
+            for pair in labels.split(',').filter(|p| !p.is_empty()) {
+                let (k, v) = pair.split_once('=').unwrap();
+                host.labels.insert(k.into(), v.into());
+            }
+            host
+        })
+        .collect();
+    HostTable {
+        version: 1,
+        hosts,
+        subset: config,
+    }
+}
+
+fn selectors(list: &[&[&str]]) -> Vec<SubsetSelector> {
+    list.iter()
+        .map(|keys| SubsetSelector::new(keys.iter().copied()))
+        .collect()
+}
+
+fn md(lb: &SubsetLb, pairs: &[(&str, &str)]) -> Metadata {
+    let mut md = lb.metadata();
+    for (k, v) in pairs {
+        lb.set(&mut md, k, v);
+    }
+    md
+}
+
+/// The addresses picked over `n` selections, and the fallback of the last.
+fn picks(
+    lb: &mut SubsetLb,
+    pairs: &[(&str, &str)],
+    n: u64,
+) -> (BTreeSet<String>, Option<Fallback>) {
+    let md = md(lb, pairs);
+    let mut seen = BTreeSet::new();
+    let mut fallback = None;
+    for i in 0..n {
+        if let Some(s) = lb.select(&md, i.wrapping_mul(0x9e37_79b9)) {
+            seen.insert(lb.address(s.host).unwrap().into());
+            fallback = Some(s.fallback);
+            lb.release(s.host);
+        }
+    }
+    (seen, fallback)
+}
+
+fn set(addresses: &[&str]) -> BTreeSet<String> {
+    addresses.iter().map(|a| format!("http://{a}")).collect()
+}
+
+const HOSTS: [&str; 4] = ["zone=a,v=1", "zone=a,v=2", "zone=b,v=1", "v=3"];
+
+fn config(fallback_policy: FallbackPolicy) -> SubsetConfig {
+    SubsetConfig {
+        fallback_policy,
+        selectors: selectors(&[&["zone"], &["zone", "v"]]),
+        ..SubsetConfig::default()
+    }
+}
+
+#[test]
+fn subset_hit_picks_only_its_hosts() {
+    let mut lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::NoFallback))).unwrap();
+    assert_eq!(
+        picks(&mut lb, &[("zone", "a")], 20),
+        (set(&["h0", "h1"]), Some(Fallback::None))
+    );
+    assert_eq!(
+        picks(&mut lb, &[("zone", "a"), ("v", "2")], 20),
+        (set(&["h1"]), Some(Fallback::None))
+    );
+    assert_eq!(lb.stats().subsets_active, 2 + 3);
+}
+
+#[test]
+fn no_fallback_finds_nothing() {
+    let mut lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::NoFallback))).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 5), (BTreeSet::new(), None));
+    assert_eq!(picks(&mut lb, &[], 5), (BTreeSet::new(), None));
+    assert_eq!(lb.stats().no_host, 10);
+}
+
+#[test]
+fn any_endpoint_falls_back_to_every_host() {
+    let mut lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::AnyEndpoint))).unwrap();
+    let all = set(&["h0", "h1", "h2", "h3"]);
+    assert_eq!(
+        picks(&mut lb, &[("zone", "c")], 40),
+        (all.clone(), Some(Fallback::AnyEndpoint))
+    );
+    // Keys no selector has, and no metadata at all, fall back the same way.
+    assert_eq!(
+        picks(&mut lb, &[("v", "1")], 40),
+        (all.clone(), Some(Fallback::AnyEndpoint))
+    );
+    assert_eq!(
+        picks(&mut lb, &[("nope", "1")], 40).1,
+        Some(Fallback::AnyEndpoint)
+    );
+    assert_eq!(lb.stats().fallbacks, 120);
+}
+
+#[test]
+fn default_subset_falls_back_to_its_hosts() {
+    let mut config = config(FallbackPolicy::DefaultSubset);
+    config.default_subset = BTreeMap::from([("v".into(), "1".into())]);
+    let mut lb = SubsetLb::build(&table(&HOSTS, config.clone())).unwrap();
+    assert_eq!(
+        picks(&mut lb, &[("zone", "c")], 20),
+        (set(&["h0", "h2"]), Some(Fallback::DefaultSubset))
+    );
+    // An empty default subset finds nothing ...
+    config.default_subset = BTreeMap::from([("v".into(), "9".into())]);
+    let mut lb = SubsetLb::build(&table(&HOSTS, config.clone())).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 5).1, None);
+    // ... unless panic_mode_any is on.
+    config.panic_mode_any = true;
+    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    assert_eq!(
+        picks(&mut lb, &[("zone", "c")], 40),
+        (set(&["h0", "h1", "h2", "h3"]), Some(Fallback::PanicAny))
+    );
+    assert_eq!(lb.stats().panics, 40);
+}
+
+#[test]
+fn default_subset_follows_updates() {
+    let mut config = config(FallbackPolicy::DefaultSubset);
+    config.default_subset = BTreeMap::from([("v".into(), "1".into())]);
+    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    lb.remove_host("http://h0").unwrap();
+    lb.add_host(Host::new("http://new").with_label("v", "1"))
+        .unwrap();
+    let expected: BTreeSet<String> = ["http://h2", "http://new"].map(String::from).into();
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 20).0, expected);
+}
+
+#[test]
+fn panic_mode_any_needs_a_fallback_policy() {
+    // As in Envoy: with NO_FALLBACK there is no fallback result to panic about.
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.panic_mode_any = true;
+    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 5).1, None);
+}
+
+fn selector_fallback(fallback: SelectorFallback, keys_subset: &[&str]) -> SubsetLb {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.default_subset = BTreeMap::from([("zone".into(), "b".into())]);
+    config.selectors[1].fallback_policy = fallback;
+    config.selectors[1].fallback_keys_subset =
+        keys_subset.iter().map(|k| String::from(*k)).collect();
+    SubsetLb::build(&table(&HOSTS, config)).unwrap()
+}
+
+#[test]
+fn selector_fallbacks() {
+    let missing = [("zone", "a"), ("v", "3")];
+    let mut lb = selector_fallback(SelectorFallback::AnyEndpoint, &[]);
+    assert_eq!(
+        picks(&mut lb, &missing, 40),
+        (set(&["h0", "h1", "h2", "h3"]), Some(Fallback::AnyEndpoint))
+    );
+    // The selector's fallback is not the top-level one: no fallback counted.
+    assert_eq!(lb.stats().fallbacks, 0);
+    let mut lb = selector_fallback(SelectorFallback::DefaultSubset, &[]);
+    assert_eq!(
+        picks(&mut lb, &missing, 20),
+        (set(&["h2"]), Some(Fallback::DefaultSubset))
+    );
+    let mut lb = selector_fallback(SelectorFallback::KeysSubset, &["zone"]);
+    assert_eq!(
+        picks(&mut lb, &missing, 20),
+        (set(&["h0", "h1"]), Some(Fallback::KeysSubset))
+    );
+    let mut lb = selector_fallback(SelectorFallback::NoFallback, &[]);
+    assert_eq!(picks(&mut lb, &missing, 5).1, None);
+    // Only requests with exactly the selector's keys use its fallback.
+    let mut lb = selector_fallback(SelectorFallback::AnyEndpoint, &[]);
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 5).1, None);
+}
+
+#[test]
+fn keys_subset_falls_through_to_the_next_lookup() {
+    // zone=c has no subset either: the cut request takes the top-level fallback.
+    let mut config = config(FallbackPolicy::AnyEndpoint);
+    config.selectors[1].fallback_policy = SelectorFallback::KeysSubset;
+    config.selectors[1].fallback_keys_subset = vec!["zone".into()];
+    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    assert_eq!(
+        picks(&mut lb, &[("zone", "c"), ("v", "1")], 5).1,
+        Some(Fallback::AnyEndpoint)
+    );
+}
+
+#[test]
+fn single_host_per_subset_takes_the_lowest_slot() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["zone"]]);
+    config.selectors[0].single_host_per_subset = true;
+    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h0"]));
+    assert_eq!(lb.stats().single_host_collisions, 1);
+    let h0 = lb.host_id("http://h0").unwrap();
+    assert_eq!(lb.select_retry(&md(&lb, &[("zone", "a")]), 1, h0), None);
+    lb.remove_host("http://h0").unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h1"]));
+}
+
+#[test]
+fn list_as_any_puts_a_host_in_each_listed_subset() {
+    let hosts = ["zone=a|b", "zone=b"].map(|h| h.replace('|', ";"));
+    let mut t = table(&["", ""], config(FallbackPolicy::NoFallback));
+    t.hosts[0].labels.insert("zone".into(), "a,b".into());
+    t.hosts[1].labels.insert("zone".into(), "b".into());
+    let _ = hosts;
+    let mut lb = SubsetLb::build(&t).unwrap();
+    // Off: "a,b" is one value.
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, BTreeSet::new());
+    assert_eq!(picks(&mut lb, &[("zone", "a,b")], 5).0, set(&["h0"]));
+    t.subset.list_as_any = true;
+    let mut lb = SubsetLb::build(&t).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, set(&["h0"]));
+    assert_eq!(picks(&mut lb, &[("zone", "b")], 20).0, set(&["h0", "h1"]));
+    assert_eq!(picks(&mut lb, &[("zone", "a,b")], 5).0, BTreeSet::new());
+}
+
+#[test]
+fn allow_redundant_keys_ignores_extra_request_keys() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    let request = [("zone", "a"), ("v", "2"), ("extra", "x")];
+    let mut lb = SubsetLb::build(&table(&HOSTS, config.clone())).unwrap();
+    assert_eq!(picks(&mut lb, &request, 5).1, None);
+    config.allow_redundant_keys = true;
+    let mut lb = SubsetLb::build(&table(&HOSTS, config.clone())).unwrap();
+    // The first selector whose keys the request has is ["zone"].
+    assert_eq!(
+        picks(&mut lb, &request, 20),
+        (set(&["h0", "h1"]), Some(Fallback::None))
+    );
+    config.selectors.reverse();
+    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    assert_eq!(
+        picks(&mut lb, &request, 20),
+        (set(&["h1"]), Some(Fallback::None))
+    );
+}
+
+#[test]
+fn metadata_fallbacks_are_tried_in_order() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.metadata_fallbacks = vec![
+        BTreeMap::from([("v".into(), "9".into())]),
+        BTreeMap::from([("v".into(), "2".into())]),
+    ];
+    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    let request = md(&lb, &[("zone", "a"), ("v", "7")]);
+    let chosen = lb.select(&request, 1).unwrap();
+    assert_eq!(lb.address(chosen.host), Some("http://h1"));
+    assert_eq!(
+        (chosen.fallback, chosen.metadata_fallback),
+        (Fallback::None, Some(1))
+    );
+    // The request's own metadata comes first.
+    let request = md(&lb, &[("zone", "a"), ("v", "1")]);
+    assert_eq!(lb.select(&request, 1).unwrap().metadata_fallback, None);
+}
+
+#[test]
+fn health_panic_threshold() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["zone"]]);
+    let mut t = table(&["zone=a", "zone=a", "zone=a"], config);
+    let mut lb = SubsetLb::build(&t).unwrap();
+    lb.set_healthy("http://h0", false).unwrap();
+    // 2 of 3 healthy: above 50%, unhealthy hosts are skipped.
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 30).0, set(&["h1", "h2"]));
+    lb.set_healthy("http://h1", false).unwrap();
+    // 1 of 3: panic, every host.
+    assert_eq!(
+        picks(&mut lb, &[("zone", "a")], 60).0,
+        set(&["h0", "h1", "h2"])
+    );
+    let chosen = lb.select(&md(&lb, &[("zone", "a")]), 3).unwrap();
+    assert!(chosen.panic);
+    assert!(lb.stats().health_panics > 0);
+    // Threshold 0 never panics: only the healthy host, and none once it is down too.
+    t.subset.panic_threshold = 0;
+    let mut lb = SubsetLb::build(&t).unwrap();
+    lb.set_healthy("http://h0", false).unwrap();
+    lb.set_healthy("http://h1", false).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h2"]));
+    lb.set_healthy("http://h2", false).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, BTreeSet::new());
+}
+
+fn counts(policy: LbPolicy, weights: &[u32], n: u64) -> Vec<u32> {
+    let mut config = SubsetConfig {
+        child_policy: policy,
+        fallback_policy: FallbackPolicy::AnyEndpoint,
+        ..SubsetConfig::default()
+    };
+    config.selectors = vec![];
+    let mut t = table(&vec![""; weights.len()], config);
+    for (h, &w) in t.hosts.iter_mut().zip(weights) {
+        h.weight = w;
+    }
+    let mut lb = SubsetLb::build(&t).unwrap();
+    let md = lb.metadata();
+    let mut counts = vec![0; weights.len()];
+    for i in 0..n {
+        let s = lb
+            .select(&md, i.wrapping_mul(0x2545_f491_4f6c_dd1d))
+            .unwrap();
+        counts[s.host.slot as usize] += 1;
+        if policy != LbPolicy::LeastRequest {
+            lb.release(s.host);
+        }
+    }
+    counts
+}
+
+#[test]
+fn round_robin_takes_turns() {
+    assert_eq!(
+        counts(LbPolicy::RoundRobin, &[1, 5, 1], 300),
+        [100, 100, 100]
+    );
+}
+
+#[test]
+fn weighted_picks_in_proportion() {
+    let c = counts(LbPolicy::Weighted, &[1, 3, 6], 10_000);
+    // Expected 1000 / 3000 / 6000; a 10% band is > 10 standard deviations.
+    for (got, want) in c.iter().zip([1000, 3000, 6000]) {
+        assert!(got.abs_diff(want) < want / 10, "{c:?}");
+    }
+}
+
+#[test]
+fn random_is_uniform() {
+    let c = counts(LbPolicy::Random, &[1, 9, 1, 1], 8000);
+    assert!(c.iter().all(|&n| n.abs_diff(2000) < 200), "{c:?}");
+}
+
+#[test]
+fn least_request_prefers_idle_hosts() {
+    // Nothing is released: each pick raises its host's load, so p2c keeps loads level
+    // (random picking would spread them by ~sqrt(n)).
+    let c = counts(LbPolicy::LeastRequest, &[1, 1, 1, 1], 4000);
+    let (min, max) = (c.iter().min().unwrap(), c.iter().max().unwrap());
+    assert!(max - min <= 8, "{c:?}");
+}
+
+#[test]
+fn identical_subsets_share_storage() {
+    // Every host has c=1: {a=x} and {a=x, c=1} are the same hosts.
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["a"], &["a", "c"]]);
+    let t = table(&["a=1,c=1", "a=1,c=1", "a=2,c=1"], config);
+    let mut lb = SubsetLb::build(&t).unwrap();
+    assert_eq!(lb.stats().subsets_active, 4);
+    assert_eq!(lb.sets.len(), 2);
+    // A host joining only one of two sharers gets that one a copy.
+    lb.add_host(Host::new("http://x").with_label("a", "1"))
+        .unwrap();
+    assert_eq!(
+        picks(&mut lb, &[("a", "1"), ("c", "1")], 30).0,
+        set(&["h0", "h1"])
+    );
+    assert_eq!(picks(&mut lb, &[("a", "1")], 30).0.len(), 3);
+}
+
+#[test]
+fn empty_subsets_are_dropped_and_slots_reused() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["zone"]]);
+    let mut lb = SubsetLb::build(&table(&["zone=a", "zone=b"], config)).unwrap();
+    let old = lb.host_id("http://h1").unwrap();
+    lb.remove_host("http://h1").unwrap();
+    let stats = lb.stats();
+    assert_eq!((stats.subsets_active, stats.subsets_removed), (1, 1));
+    assert_eq!(picks(&mut lb, &[("zone", "b")], 3).1, None);
+    let new = lb
+        .add_host(Host::new("http://n").with_label("zone", "b"))
+        .unwrap();
+    assert_eq!(new.slot, old.slot, "the freed slot is reused");
+    assert_ne!(new, old);
+    assert_eq!(lb.address(old), None);
+    lb.release(old); // stale: ignored
+    assert_eq!(lb.stats().subsets_created, 3);
+}
+
+#[test]
+fn retry_excludes_the_failed_host() {
+    let mut lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::NoFallback))).unwrap();
+    let request = md(&lb, &[("zone", "a")]);
+    for seed in 0..20 {
+        let first = lb.select(&request, seed).unwrap();
+        let retry = lb.select_retry(&request, seed + 1, first.host).unwrap();
+        assert_ne!(first.host, retry.host);
+        assert_eq!(lb.in_flight(first.host), Some(1));
+        lb.release(first.host);
+        lb.release(retry.host);
+    }
+}
+
+#[test]
+fn updates_are_refused_with_reasons() {
+    let mut lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::NoFallback))).unwrap();
+    let err = lb.add_host(Host::new("http://h0")).unwrap_err();
+    assert_eq!(err, SubsetError::DuplicateAddress("http://h0".into()));
+    assert!(matches!(
+        lb.add_host(Host::new("")),
+        Err(SubsetError::Table(_))
+    ));
+    assert_eq!(
+        lb.remove_host("http://zz"),
+        Err(SubsetError::UnknownHost("http://zz".into()))
+    );
+    assert!(lb.set_weight("http://h0", 0).is_err());
+    assert!(lb.set_healthy("http://zz", true).is_err());
+    assert_eq!(lb.len(), 4);
+}
+
+#[test]
+fn metadata_records_unknown_and_overflowing_keys() {
+    let lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::NoFallback))).unwrap();
+    let mut m = lb.metadata();
+    assert!(m.is_empty());
+    lb.set(&mut m, "zone", "a");
+    lb.set(&mut m, "zone", "b");
+    assert_eq!(m.len(), 1);
+    lb.set(&mut m, "unknown", "a");
+    assert!(m.has_foreign_key() && !m.is_empty());
+    let mut full = lb.metadata();
+    for i in 0..METADATA_CAPACITY as u32 + 1 {
+        full.set_ids(i, 0);
+    }
+    assert_eq!(full.len(), METADATA_CAPACITY);
+    assert!(full.has_foreign_key());
+}

@@ -1,0 +1,280 @@
+//! Incremental updates: one host added, removed, or changed touches only its own subsets.
+
+use alloc::{vec, vec::Vec};
+use core::hash::BuildHasher;
+
+use super::pickset::PickSet;
+use super::{HostId, SubsetError, SubsetLb, subset_hash};
+use crate::hosttable::{MAX_HOSTS, validate_host};
+use crate::{Host, HostTableError, MAX_WEIGHT};
+
+impl SubsetLb {
+    /// Adds a host (validated as in a table) to every subset it belongs to, creating subsets
+    /// as needed.
+    pub fn add_host(&mut self, host: Host) -> Result<HostId, SubsetError> {
+        validate_host(self.len(), &host)?;
+        if self.find_address(&host.address).is_some() {
+            return Err(SubsetError::DuplicateAddress(host.address));
+        }
+        if self.len() >= MAX_HOSTS {
+            return Err(SubsetError::Full);
+        }
+        let s = self.push_slot(&host);
+        self.join_subsets(s);
+        if self.in_default(s)
+            && let Some((_, set)) = &mut self.default
+        {
+            set.add(s, &mut self.slots);
+        }
+        Ok(self.id(s))
+    }
+
+    /// Removes the host with `address`; subsets left without hosts are dropped.
+    pub fn remove_host(&mut self, address: &str) -> Result<(), SubsetError> {
+        let s = self.known(address)?;
+        let subsets = self.subsets_of(s);
+        let sets = self.sets_of(&subsets);
+        for &set in &sets {
+            self.sets[set as usize].remove(s, &self.slots);
+        }
+        for &i in &subsets {
+            self.drop_subset_if_empty(i);
+        }
+        self.any.remove(s, &self.slots);
+        if self.in_default(s)
+            && let Some((_, set)) = &mut self.default
+        {
+            set.remove(s, &self.slots);
+        }
+        let hash = self.hasher.hash_one(address);
+        if let Ok(entry) = self.addresses.find_entry(hash, |&x| x == s) {
+            entry.remove();
+        }
+        self.slots[s as usize].alive = false;
+        // Before the compactions, which free the slot themselves if they release it last.
+        self.free_slot_if_unheld(s);
+        for set in sets {
+            self.compact_set(set);
+        }
+        self.compact_default();
+        Ok(())
+    }
+
+    /// Marks the host with `address` healthy or not.
+    pub fn set_healthy(&mut self, address: &str, healthy: bool) -> Result<(), SubsetError> {
+        let s = self.known(address)?;
+        if self.slots[s as usize].healthy == healthy {
+            return Ok(());
+        }
+        let sets = self.sets_of(&self.subsets_of(s));
+        let in_default = self.in_default(s);
+        let adjust = |set: &mut PickSet| match healthy {
+            true => set.healthy += 1,
+            false => set.healthy -= 1,
+        };
+        sets.iter()
+            .for_each(|&i| adjust(&mut self.sets[i as usize]));
+        adjust(&mut self.any);
+        if let (true, Some((_, set))) = (in_default, &mut self.default) {
+            adjust(set);
+        }
+        self.slots[s as usize].healthy = healthy;
+        Ok(())
+    }
+
+    /// Sets the weight of the host with `address` (1 to [`MAX_WEIGHT`]).
+    pub fn set_weight(&mut self, address: &str, weight: u32) -> Result<(), SubsetError> {
+        let s = self.known(address)?;
+        let index = s as usize;
+        if weight == 0 {
+            return Err(HostTableError::ZeroWeight { index }.into());
+        }
+        if weight > MAX_WEIGHT {
+            return Err(HostTableError::WeightTooLarge { index, weight }.into());
+        }
+        for set in self.sets_of(&self.subsets_of(s)) {
+            let set = &mut self.sets[set as usize];
+            set.max_weight = set.max_weight.max(weight);
+        }
+        self.any.max_weight = self.any.max_weight.max(weight);
+        if let Some((_, set)) = &mut self.default {
+            set.max_weight = set.max_weight.max(weight);
+        }
+        self.slots[index].weight = weight;
+        Ok(())
+    }
+
+    fn known(&self, address: &str) -> Result<u32, SubsetError> {
+        self.find_address(address)
+            .ok_or_else(|| SubsetError::UnknownHost(crate::hosttable::shown(address)))
+    }
+
+    /// Each (selector, value ids) the host of slot `s` belongs to: one per selector whose keys
+    /// it all has, or several with `list_as_any` (every combination of its list elements).
+    fn memberships(&self, s: u32) -> Vec<(u8, Vec<u32>)> {
+        let kvs = &self.slots[s as usize].kvs;
+        let mut out = Vec::new();
+        for (i, selector) in self.selectors.iter().enumerate() {
+            let mut combos: Vec<Vec<u32>> = vec![Vec::new()];
+            for &key in selector.keys.iter() {
+                let values: Vec<u32> = kvs
+                    .iter()
+                    .copied()
+                    .filter(|&kv| self.interner.kv_key(kv) == key)
+                    .collect();
+                combos = combos
+                    .iter()
+                    .flat_map(|c| values.iter().map(move |&v| [&c[..], &[v]].concat()))
+                    .collect();
+            }
+            out.extend(combos.into_iter().map(|c| (i as u8, c)));
+        }
+        out
+    }
+
+    fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
+        let hash = subset_hash(&self.hasher, selector, kvs.iter().copied());
+        let subsets = &self.subsets;
+        let same = |&i: &u32| {
+            subsets[i as usize]
+                .as_ref()
+                .is_some_and(|s| s.selector == selector && *s.kvs == *kvs)
+        };
+        self.subset_table.find(hash, same).copied()
+    }
+
+    /// The existing subsets of slot `s`.
+    fn subsets_of(&self, s: u32) -> Vec<u32> {
+        let found = self.memberships(s);
+        found
+            .iter()
+            .filter_map(|(sel, kvs)| self.find(*sel, kvs))
+            .collect()
+    }
+
+    /// The distinct sets of `subsets`.
+    fn sets_of(&self, subsets: &[u32]) -> Vec<u32> {
+        let mut sets: Vec<u32> = subsets
+            .iter()
+            .filter_map(|&i| Some(self.subsets[i as usize].as_ref()?.set))
+            .collect();
+        sets.sort_unstable();
+        sets.dedup();
+        sets
+    }
+
+    /// Puts the new slot `s` in its subsets. A set shared with subsets the host does not join
+    /// is copied first (the sharers stay identical among themselves).
+    fn join_subsets(&mut self, s: u32) {
+        let mut joined: Vec<(u32, Vec<u32>)> = Vec::new();
+        for (selector, kvs) in self.memberships(s) {
+            let Some(i) = self.find(selector, &kvs) else {
+                let single = self.selectors[usize::from(selector)].single;
+                let mut set = PickSet::new(vec![s], single, &mut self.slots);
+                set.refs = 1;
+                let set = self.push_set(set);
+                self.push_subset(selector, &kvs, set);
+                continue;
+            };
+            let Some(subset) = &self.subsets[i as usize] else {
+                continue;
+            };
+            match joined.iter_mut().find(|(set, _)| *set == subset.set) {
+                Some((_, subsets)) => subsets.push(i),
+                None => joined.push((subset.set, vec![i])),
+            }
+        }
+        for (set, subsets) in joined {
+            self.join_set(s, set, &subsets);
+        }
+    }
+
+    fn join_set(&mut self, s: u32, set: u32, subsets: &[u32]) {
+        let shared = &self.sets[set as usize];
+        if shared.single && shared.live > 0 {
+            self.stats.single_host_collisions += 1;
+        }
+        if shared.refs as usize == subsets.len() {
+            self.sets[set as usize].add(s, &mut self.slots);
+            return;
+        }
+        let mut members = shared.live_members(&self.slots);
+        members.push(s);
+        let single = shared.single;
+        self.sets[set as usize].refs -= subsets.len() as u32;
+        let mut copy = PickSet::new(members, single, &mut self.slots);
+        copy.refs = subsets.len() as u32;
+        let copy = self.push_set(copy);
+        for &i in subsets {
+            if let Some(subset) = &mut self.subsets[i as usize] {
+                subset.set = copy;
+            }
+        }
+    }
+
+    fn drop_subset_if_empty(&mut self, i: u32) {
+        let Some(subset) = &self.subsets[i as usize] else {
+            return;
+        };
+        let set = subset.set;
+        if self.sets[set as usize].live > 0 {
+            return;
+        }
+        let hash = subset_hash(&self.hasher, subset.selector, subset.kvs.iter().copied());
+        if let Ok(entry) = self.subset_table.find_entry(hash, |&x| x == i) {
+            entry.remove();
+        }
+        self.subsets[i as usize] = None;
+        self.free_subsets.push(i);
+        self.stats.subsets_removed += 1;
+        self.stats.subsets_active -= 1;
+        let shared = &mut self.sets[set as usize];
+        shared.refs -= 1;
+        if shared.refs == 0 {
+            let members = core::mem::take(&mut shared.members);
+            *shared = PickSet::default();
+            self.free_sets.push(set);
+            self.release_slots(members);
+        }
+    }
+
+    fn compact_set(&mut self, set: u32) {
+        let shared = &mut self.sets[set as usize];
+        if shared.refs > 0 && shared.wants_compaction() {
+            let dead = shared.compact(&self.slots);
+            self.release_slots(dead);
+        }
+    }
+
+    fn compact_default(&mut self) {
+        if let Some((_, set)) = &mut self.default
+            && set.wants_compaction()
+        {
+            let dead = set.compact(&self.slots);
+            self.release_slots(dead);
+        }
+    }
+
+    /// `slots` are no longer held by one set each.
+    fn release_slots(&mut self, slots: Vec<u32>) {
+        for s in slots {
+            self.slots[s as usize].held -= 1;
+            self.free_slot_if_unheld(s);
+        }
+    }
+
+    fn free_slot_if_unheld(&mut self, s: u32) {
+        let slot = &self.slots[s as usize];
+        if !slot.alive && slot.held == 0 {
+            self.free_slots.push(s);
+        }
+    }
+
+    /// Whether slot `s` belongs to the configured default subset.
+    fn in_default(&self, s: u32) -> bool {
+        let kvs = &self.slots[s as usize].kvs;
+        self.default
+            .as_ref()
+            .is_some_and(|(default, _)| default.iter().all(|d| kvs.contains(d)))
+    }
+}

@@ -1,0 +1,87 @@
+//! `SubsetLb::set` and `SubsetLb::select` allocate nothing: checked with a global allocator
+//! that counts the allocations of the current thread (this file is its own test binary, so the
+//! allocator sees only these tests).
+#![allow(clippy::unwrap_used)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use edgewise::{FallbackPolicy, Host, HostTable, LbPolicy, SubsetLb, SubsetSelector};
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+struct Counting;
+
+// SAFETY: every call is forwarded unchanged to the system allocator, which upholds the
+// `GlobalAlloc` contract; the counter is a thread-local `Cell` with a const initializer, so
+// touching it never allocates (no recursion into the allocator).
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
+        // SAFETY: same layout contract as our caller's.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` was allocated by `System` with `layout` (see `alloc`).
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+fn allocations() -> u64 {
+    ALLOCATIONS.with(Cell::get)
+}
+
+#[test]
+fn lookups_allocate_nothing() {
+    let mut table = HostTable::default();
+    for i in 0..1000 {
+        let host = Host::new(format!("http://10.0.{}.{}", i / 250, i % 250))
+            .with_label("zone", ["a", "b", "c"][i % 3])
+            .with_label("version", ["v1", "v2"][i % 2])
+            .with_label("id", i.to_string());
+        table.hosts.push(host);
+    }
+    table.subset.fallback_policy = FallbackPolicy::AnyEndpoint;
+    table.subset.selectors = vec![
+        SubsetSelector::new(["zone"]),
+        SubsetSelector::new(["zone", "version"]),
+        SubsetSelector::new(["id"]),
+    ];
+    let requests: [&[(&str, &str)]; 5] = [
+        &[("zone", "a"), ("version", "v2")],
+        &[("id", "17")],
+        &[("zone", "q")],
+        &[("unknown", "x"), ("zone", "b")],
+        &[],
+    ];
+    for policy in [
+        LbPolicy::RoundRobin,
+        LbPolicy::Weighted,
+        LbPolicy::Random,
+        LbPolicy::LeastRequest,
+    ] {
+        table.subset.child_policy = policy;
+        let start = allocations();
+        let mut lb = SubsetLb::build(&table).unwrap();
+        let before = allocations();
+        assert!(before > start, "the counter sees the build's allocations");
+        for (n, pairs) in requests.iter().cycle().take(500).enumerate() {
+            let mut md = lb.metadata();
+            for (k, v) in *pairs {
+                lb.set(&mut md, k, v);
+            }
+            let chosen = lb.select(&md, n as u64).unwrap();
+            if let Some(retry) = lb.select_retry(&md, !(n as u64), chosen.host) {
+                lb.release(retry.host);
+            }
+            lb.release(chosen.host);
+        }
+        assert_eq!(allocations() - before, 0, "{policy:?}");
+    }
+}
