@@ -11,14 +11,21 @@
 // Input from outside must be handled, not unwrapped.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![no_std]
-#![forbid(unsafe_code)]
+// The feature store maps files shared with other processes, which takes a few `unsafe` blocks
+// (each with its `// SAFETY:` argument, in `store/`'s low-level files only).
+#![cfg_attr(not(feature = "store"), forbid(unsafe_code))]
+#![cfg_attr(feature = "store", deny(unsafe_code))]
 
 extern crate alloc;
+#[cfg(feature = "store")]
+extern crate std;
 
 mod error;
 mod headers;
 mod origin;
 mod privacypass;
+#[cfg(feature = "store")]
+mod store;
 mod workspace;
 
 pub use error::Error;
@@ -32,6 +39,11 @@ pub use privacypass::Issuer;
 pub use privacypass::{
     IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge, TokenError,
     Verifier, spend_key, spend_key_from_fields, www_authenticate,
+};
+#[cfg(feature = "store")]
+pub use store::{
+    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, PublishReport,
+    StoreError, TableRef, WriterOptions,
 };
 pub use workspace::{
     Arena, ArenaWriter, DEFAULT_VERIFY_ONE_IN, DEFAULT_WORKSPACE_SIZE, RequestScope, ResetReport,
