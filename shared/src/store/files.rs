@@ -21,7 +21,11 @@ pub(crate) fn state_path(dir: &Path) -> PathBuf {
 
 /// Data file of `copy` (0 or 1).
 pub(crate) fn data_path(dir: &Path, copy: u64) -> PathBuf {
-    dir.join(if copy % 2 == 0 { "data_0" } else { "data_1" })
+    dir.join(if copy.is_multiple_of(2) {
+        "data_0"
+    } else {
+        "data_1"
+    })
 }
 
 /// Lock file of reader slot `index`.
