@@ -11,9 +11,14 @@
 // Input from outside must be handled, not unwrapped.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![no_std]
-#![forbid(unsafe_code)]
+// The feature store maps files shared with other processes, which takes a few `unsafe` blocks
+// (each with its `// SAFETY:` argument, in `store/`'s low-level files only).
+#![cfg_attr(not(feature = "store"), forbid(unsafe_code))]
+#![cfg_attr(feature = "store", deny(unsafe_code))]
 
 extern crate alloc;
+#[cfg(feature = "store")]
+extern crate std;
 
 mod error;
 mod headers;
@@ -21,6 +26,8 @@ mod hosttable;
 mod origin;
 mod privacypass;
 mod route;
+#[cfg(feature = "store")]
+mod store;
 mod subset;
 mod workspace;
 
@@ -42,6 +49,11 @@ pub use privacypass::{
     Verifier, spend_key, spend_key_from_fields, www_authenticate,
 };
 pub use route::{AttributeSource, MAX_ROUTE_ATTRIBUTES, RouteAttribute, path_segment, query_value};
+#[cfg(feature = "store")]
+pub use store::{
+    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, PublishReport,
+    StoreError, TableRef, WriterOptions,
+};
 pub use subset::{
     Fallback, HostId, METADATA_CAPACITY, Metadata, Selection, SubsetError, SubsetLb, SubsetStats,
 };

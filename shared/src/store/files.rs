@@ -1,0 +1,225 @@
+//! The store's files and their mappings: the only `unsafe` of the store besides the reader's
+//! unchecked archive access. Mappings are kept raw ([`MmapRaw`]); Rust references into them
+//! exist only while the protocol keeps other processes from writing the bytes they cover.
+
+#![allow(unsafe_code)]
+
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::prelude::rust_2024::*;
+use std::sync::atomic::AtomicU64;
+
+use memmap2::{MmapOptions, MmapRaw};
+
+use super::StoreError;
+use super::protocol::{Protocol, WORDS};
+
+/// The state file of the store in `dir`.
+pub(crate) fn state_path(dir: &Path) -> PathBuf {
+    dir.join("state")
+}
+
+/// Data file of `copy` (0 or 1).
+pub(crate) fn data_path(dir: &Path, copy: u64) -> PathBuf {
+    dir.join(if copy.is_multiple_of(2) {
+        "data_0"
+    } else {
+        "data_1"
+    })
+}
+
+/// Lock file of reader slot `index`.
+pub(crate) fn slot_lock_path(dir: &Path, index: usize) -> PathBuf {
+    dir.join("readers").join(std::format!("{index:04}"))
+}
+
+/// Bytes of a state file.
+pub(crate) const STATE_BYTES: u64 = (WORDS * 8) as u64;
+
+/// The state file, mapped shared and read-write (readers write their slots).
+#[derive(Debug)]
+pub(crate) struct StateMap {
+    map: MmapRaw,
+}
+
+impl StateMap {
+    /// Maps the state file at `path`, checking its size and header.
+    pub(crate) fn open(path: &Path) -> Result<StateMap, StoreError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(StoreError::io("open", path))?;
+        let actual = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        if actual != STATE_BYTES {
+            return Err(StoreError::StateSize {
+                path: path.to_owned(),
+                actual,
+                expected: STATE_BYTES,
+            });
+        }
+        let state = StateMap::map(&file, path)?;
+        Protocol::attach(state.words()).map_err(|reason| StoreError::StateCorrupt {
+            path: path.to_owned(),
+            reason,
+        })?;
+        Ok(state)
+    }
+
+    /// Creates a fresh state file at `path` (written aside and renamed into place, so no
+    /// reader ever maps a half-made one).
+    pub(crate) fn create(path: &Path) -> Result<StateMap, StoreError> {
+        let tmp = path.with_extension("tmp");
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)
+            .map_err(StoreError::io("create", &tmp))?;
+        file.set_len(STATE_BYTES)
+            .map_err(StoreError::io("resize", &tmp))?;
+        let state = StateMap::map(&file, &tmp)?;
+        Protocol::init(state.words());
+        fs::rename(&tmp, path).map_err(StoreError::io("rename", path))?;
+        Ok(state)
+    }
+
+    fn map(file: &File, path: &Path) -> Result<StateMap, StoreError> {
+        let map = MmapOptions::new()
+            .len(STATE_BYTES as usize)
+            .map_raw(file)
+            .map_err(StoreError::io("map", path))?;
+        Ok(StateMap { map })
+    }
+
+    /// The state's words.
+    #[inline]
+    pub(crate) fn words(&self) -> &[AtomicU64; WORDS] {
+        // SAFETY: the mapping is page-aligned (so 8-aligned) and `STATE_BYTES` = `WORDS * 8`
+        // long (checked on open, set on create), and lives as long as `self`. `AtomicU64` has
+        // the size and alignment of `u64`, and every bit pattern is a valid value. Every
+        // process touches these words only through atomics (this module's callers never
+        // create a plain reference to the state bytes), so the accesses cannot race.
+        unsafe { &*self.map.as_ptr().cast::<[AtomicU64; WORDS]>() }
+    }
+}
+
+/// A data file mapped read-only by a reader.
+#[derive(Debug)]
+pub(crate) struct ReadMap {
+    file: File,
+    map: MmapRaw,
+}
+
+impl ReadMap {
+    /// Maps the whole data file at `path`.
+    pub(crate) fn open(path: &Path) -> Result<ReadMap, StoreError> {
+        let file = File::open(path).map_err(StoreError::io("open", path))?;
+        let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        if len == 0 {
+            return Err(StoreError::Truncated {
+                path: path.to_owned(),
+                actual: 0,
+                needed: super::format::HEADER as u64,
+            });
+        }
+        let map = MmapOptions::new()
+            .map_raw_read_only(&file)
+            .map_err(StoreError::io("map", path))?;
+        Ok(ReadMap { file, map })
+    }
+
+    /// True while the file is at least as long as the mapping. A file cut shorter under a
+    /// mapping raises SIGBUS on access to the lost pages; the writer never shrinks its files,
+    /// so only outside damage does this, and readers check before trusting a new version.
+    pub(crate) fn intact(&self) -> bool {
+        self.file
+            .metadata()
+            .is_ok_and(|meta| meta.len() >= self.map.len() as u64)
+    }
+
+    /// Bytes mapped.
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// The mapped bytes.
+    ///
+    /// # Safety
+    ///
+    /// While the returned slice lives, no process may write the file: the caller must be
+    /// registered (protocol) on a generation this file holds, or hold a file no writer maps
+    /// any more.
+    #[inline]
+    pub(crate) unsafe fn bytes(&self) -> &[u8] {
+        // SAFETY: the mapping is `len()` bytes, readable, and lives as long as `self`; the
+        // caller guarantees (this function's contract) that nothing writes it meanwhile.
+        unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.map.len()) }
+    }
+}
+
+/// A data file mapped read-write by the writer.
+#[derive(Debug)]
+pub(crate) struct WriteMap {
+    file: File,
+    map: MmapRaw,
+}
+
+impl WriteMap {
+    /// Opens (creating if needed) the file at `path`, at least `len` bytes long, and maps it.
+    /// `fresh` truncates it to empty first: the file is new to everybody.
+    pub(crate) fn open(path: &Path, len: u64, fresh: bool) -> Result<WriteMap, StoreError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(fresh)
+            .open(path)
+            .map_err(StoreError::io("open", path))?;
+        let mut map = WriteMap::map(file, path)?;
+        map.grow(path, len)?;
+        Ok(map)
+    }
+
+    fn map(file: File, path: &Path) -> Result<WriteMap, StoreError> {
+        let size = file.metadata().map_err(StoreError::io("stat", path))?.len();
+        if size == 0 {
+            file.set_len(super::format::HEADER as u64)
+                .map_err(StoreError::io("resize", path))?;
+        }
+        let map = MmapOptions::new()
+            .map_raw(&file)
+            .map_err(StoreError::io("map", path))?;
+        Ok(WriteMap { file, map })
+    }
+
+    /// Makes the file at least `len` bytes (never shorter: readers may map the tail).
+    pub(crate) fn grow(&mut self, path: &Path, len: u64) -> Result<(), StoreError> {
+        if (self.map.len() as u64) >= len {
+            return Ok(());
+        }
+        self.file
+            .set_len(len)
+            .map_err(StoreError::io("resize", path))?;
+        let file = self
+            .file
+            .try_clone()
+            .map_err(StoreError::io("open", path))?;
+        *self = WriteMap::map(file, path)?;
+        Ok(())
+    }
+
+    /// The mapped bytes, to write.
+    ///
+    /// # Safety
+    ///
+    /// While the returned slice lives, no other process or thread may access the file: no
+    /// reader is registered (protocol) on a generation of this copy since its file was last
+    /// replaced, or the file is not in place yet.
+    pub(crate) unsafe fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the mapping is `len()` bytes, writable, and lives as long as `self`, which
+        // this borrows mutably; the caller guarantees exclusive access across processes.
+        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr(), self.map.len()) }
+    }
+}

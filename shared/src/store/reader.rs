@@ -1,0 +1,383 @@
+//! Readers: wait-free access to the current snapshot, in place.
+
+#![allow(unsafe_code)]
+
+use std::fs::{self, File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::prelude::rust_2024::*;
+use std::sync::atomic::AtomicU64;
+
+use super::StoreError;
+use super::files::{self, ReadMap, StateMap};
+use super::format::{self, HEADER, Header};
+use super::protocol::{EnterError, Protocol, SLOTS};
+use super::schema::{ArchivedFeatureSnapshot, ArchivedRows};
+
+/// Registration attempts per read before giving up with [`StoreError::Overrun`]: each failed
+/// attempt means the writer finished a whole publish and began the next one in between two of
+/// the reader's instructions.
+const ENTER_TRIES: u32 = 8;
+
+/// A copy's archive, validated for one generation.
+#[derive(Debug, Clone, Copy)]
+struct Valid {
+    generation: u64,
+    len: usize,
+}
+
+/// Reads the snapshots a [`FeatureWriter`](super::FeatureWriter) publishes, from any process.
+///
+/// A reader owns one slot of the state file (of 1024) for as long as it lives, held by a lock
+/// on a small file, so a crashed reader's slot is reclaimed by the next reader to open. Use one
+/// reader per thread: it is `Send`, not `Sync`, and [`FeatureReader::read`] takes `&mut self`.
+///
+/// [`FeatureReader::read`] is wait-free: it stores its slot, loads two words and compares, with
+/// no lock and no system call, except the first time it sees a new version, when it maps the
+/// data file if needed and validates the archive once (checksum and rkyv bytecheck).
+#[derive(Debug)]
+pub struct FeatureReader {
+    dir: PathBuf,
+    state: StateMap,
+    slot: usize,
+    _slot_lock: File,
+    copies: [Option<ReadMap>; 2],
+    valid: [Option<Valid>; 2],
+    /// Generation of the newest version validated.
+    good: Option<u64>,
+    /// A newer generation that failed validation, and why; served around while it is current.
+    refused: Option<(u64, StoreError)>,
+}
+
+/// What went wrong loading a generation.
+enum Load {
+    /// The writer already replaced the copy by a newer generation: register again.
+    Moved,
+    /// The generation's data is damaged.
+    Bad(StoreError),
+}
+
+impl From<StoreError> for Load {
+    fn from(e: StoreError) -> Self {
+        Load::Bad(e)
+    }
+}
+
+impl FeatureReader {
+    /// Opens the store in `dir` for reading. The writer must have created it
+    /// ([`StoreError::Io`] on a missing state file); nothing needs to be published yet.
+    pub fn open(dir: &Path) -> Result<FeatureReader, StoreError> {
+        let state = StateMap::open(&files::state_path(dir))?;
+        let (slot, lock) = claim_slot(dir)?;
+        if let Some(word) = Protocol::over(state.words()).slot(slot) {
+            // A crashed reader may have left its registration.
+            Protocol::release(word);
+        }
+        Ok(FeatureReader {
+            dir: dir.to_owned(),
+            state,
+            slot,
+            _slot_lock: lock,
+            copies: [None, None],
+            valid: [None, None],
+            good: None,
+            refused: None,
+        })
+    }
+
+    /// The store directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The current snapshot, until the guard is dropped (hold it for microseconds, not
+    /// seconds: the writer waits for it, for its grace period at most).
+    ///
+    /// If the newest version fails validation (damaged file), the guard serves the last good
+    /// version when it is still intact and [`FeatureGuard::refused`] says why; otherwise the
+    /// error is returned. The refusal is remembered: a bad version is validated once.
+    pub fn read(&mut self) -> Result<FeatureGuard<'_>, StoreError> {
+        let mut moved = 0;
+        let (generation, error) = loop {
+            let generation = self.enter()?;
+            let copy = (generation % 2) as usize;
+            if self.valid[copy].is_some_and(|v| v.generation == generation) {
+                return Ok(self.guard(generation, None));
+            }
+            if let Some((refused, _)) = &self.refused
+                && *refused == generation
+            {
+                break (generation, None);
+            }
+            match self.load(generation) {
+                Ok(()) => {
+                    self.good = Some(generation);
+                    self.refused = None;
+                    return Ok(self.guard(generation, None));
+                }
+                Err(Load::Moved) if moved < ENTER_TRIES => moved += 1,
+                Err(Load::Moved) => {
+                    self.release();
+                    return Err(StoreError::Overrun(moved));
+                }
+                Err(Load::Bad(e)) => break (generation, Some(e)),
+            }
+        };
+        self.fall_back(generation, error)
+    }
+
+    /// Serves the last good version instead of `generation`, which failed with `error` (or
+    /// earlier, with the remembered refusal).
+    fn fall_back(
+        &mut self,
+        generation: u64,
+        error: Option<StoreError>,
+    ) -> Result<FeatureGuard<'_>, StoreError> {
+        if let Some(error) = error {
+            self.refused = Some((generation, error));
+        }
+        let good = self.good.filter(|&good| {
+            let valid = self.valid[(good % 2) as usize];
+            valid.is_some_and(|v| v.generation == good) && self.register(good)
+        });
+        match good {
+            Some(good) => {
+                let refused = self.refused.as_ref().map(|(_, e)| e);
+                Ok(self.guard(good, refused))
+            }
+            None => {
+                self.release();
+                Err(self
+                    .refused
+                    .take()
+                    .map_or(StoreError::Overrun(0), |(_, e)| e))
+            }
+        }
+    }
+
+    fn slot_word(&self) -> Option<&AtomicU64> {
+        Protocol::over(self.state.words()).slot(self.slot)
+    }
+
+    fn enter(&self) -> Result<u64, StoreError> {
+        let protocol = Protocol::over(self.state.words());
+        let slot = protocol
+            .slot(self.slot)
+            .ok_or(StoreError::NoReaderSlot(SLOTS))?;
+        protocol.enter(slot, ENTER_TRIES).map_err(|e| match e {
+            EnterError::Empty => StoreError::NothingPublished(self.dir.clone()),
+            EnterError::Overrun(n) => StoreError::Overrun(n),
+        })
+    }
+
+    fn register(&self, generation: u64) -> bool {
+        let protocol = Protocol::over(self.state.words());
+        protocol
+            .slot(self.slot)
+            .is_some_and(|slot| protocol.register(slot, generation))
+    }
+
+    fn release(&self) {
+        if let Some(slot) = self.slot_word() {
+            Protocol::release(slot);
+        }
+    }
+
+    /// Maps (again, if the file was replaced or grew) and validates `generation`'s copy; the
+    /// reader is registered on `generation`.
+    fn load(&mut self, generation: u64) -> Result<(), Load> {
+        let copy = generation % 2;
+        let path = files::data_path(&self.dir, copy);
+        let index = copy as usize;
+        self.valid[index] = None;
+        for remapped in [false, true] {
+            if remapped || !self.copies[index].as_ref().is_some_and(ReadMap::intact) {
+                self.copies[index] = None;
+                self.copies[index] = Some(ReadMap::open(&path)?);
+            }
+            let Some(map) = &self.copies[index] else {
+                continue;
+            };
+            // SAFETY: registered on `generation`, whose copy this path holds (or held: a
+            // replaced file is never written again), so nothing writes the mapping.
+            let bytes = unsafe { map.bytes() };
+            let header = match Header::decode(bytes) {
+                Ok(header) => header,
+                Err(_) if !remapped => continue,
+                Err(reason) => return Err(Load::Bad(corrupt(&path, reason))),
+            };
+            if header.generation > generation {
+                // The file was replaced since: this mapping is out of date, or we are late.
+                if remapped {
+                    return Err(Load::Moved);
+                }
+                continue;
+            }
+            if header.generation < generation || HEADER as u64 + header.len > map.len() as u64 {
+                // Stale mapping of a replaced file, or the file grew: map it again.
+                if !remapped {
+                    continue;
+                }
+                if header.generation < generation {
+                    return Err(Load::Bad(corrupt(
+                        &path,
+                        "data file holds an older generation than the state names",
+                    )));
+                }
+            }
+            let body = format::body(&path, bytes, &header)?;
+            let archived = format::validate(&path, body)?;
+            if archived.version.to_native() != header.version {
+                return Err(Load::Bad(corrupt(
+                    &path,
+                    "header and archive disagree on the version",
+                )));
+            }
+            self.valid[index] = Some(Valid {
+                generation,
+                len: body.len(),
+            });
+            return Ok(());
+        }
+        Err(Load::Moved)
+    }
+
+    /// A guard on `generation`, which is validated and registered.
+    fn guard<'r>(&'r self, generation: u64, refused: Option<&'r StoreError>) -> FeatureGuard<'r> {
+        let index = (generation % 2) as usize;
+        let valid = self.valid[index];
+        let body = match (&self.copies[index], valid) {
+            (Some(map), Some(valid)) => {
+                // SAFETY: registered on `generation` (see `load`).
+                let bytes = unsafe { map.bytes() };
+                bytes.get(HEADER..HEADER + valid.len)
+            }
+            _ => None,
+        };
+        let snapshot = body.map(|body| {
+            // SAFETY: these exact bytes were validated (rkyv bytecheck and the layout's checks)
+            // for `generation`, and while the reader is registered on it they do not change.
+            unsafe { rkyv::access_unchecked::<ArchivedFeatureSnapshot>(body) }
+        });
+        FeatureGuard {
+            snapshot,
+            slot: self.slot_word(),
+            refused,
+        }
+    }
+}
+
+impl Drop for FeatureReader {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+fn corrupt(path: &Path, reason: &'static str) -> StoreError {
+    StoreError::DataCorrupt {
+        path: path.to_owned(),
+        reason,
+    }
+}
+
+/// The first reader slot whose lock file nobody holds; the lock is the claim.
+fn claim_slot(dir: &Path) -> Result<(usize, File), StoreError> {
+    let readers = dir.join("readers");
+    fs::create_dir_all(&readers).map_err(StoreError::io("create", &readers))?;
+    for index in 0..SLOTS {
+        let path = files::slot_lock_path(dir, index);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .map_err(StoreError::io("open", &path))?;
+        match file.try_lock() {
+            Ok(()) => return Ok((index, file)),
+            Err(fs::TryLockError::WouldBlock) => {}
+            Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &path)(e)),
+        }
+    }
+    Err(StoreError::NoReaderSlot(SLOTS))
+}
+
+/// One consistent version of the store, read in place. The writer does not overwrite it while
+/// the guard lives (for its grace period at most; past that, it writes a new file and this
+/// guard keeps the old one, still intact).
+#[derive(Debug)]
+pub struct FeatureGuard<'r> {
+    /// Always set on a guard handed out (`Option` only so that a broken invariant reads as an
+    /// empty snapshot, not a panic).
+    snapshot: Option<&'r ArchivedFeatureSnapshot>,
+    slot: Option<&'r AtomicU64>,
+    refused: Option<&'r StoreError>,
+}
+
+impl<'r> FeatureGuard<'r> {
+    /// The snapshot's version.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.snapshot.map_or(0, |s| s.version.to_native())
+    }
+
+    /// When the snapshot was made, milliseconds since the Unix epoch.
+    pub fn created_unix_ms(&self) -> u64 {
+        self.snapshot.map_or(0, |s| s.created_unix_ms.to_native())
+    }
+
+    /// The table called `name`.
+    #[inline]
+    pub fn table(&self, name: &str) -> Option<TableRef<'r>> {
+        self.snapshot?.table(name).map(|rows| TableRef { rows })
+    }
+
+    /// Every table with its name.
+    pub fn tables(&self) -> impl Iterator<Item = (&'r str, TableRef<'r>)> + use<'r> {
+        self.snapshot
+            .into_iter()
+            .flat_map(|s| s.tables.iter())
+            .map(|t| (t.name.as_str(), TableRef { rows: &t.rows }))
+    }
+
+    /// Why a newer version than this one was refused (damaged data), if one was: the guard
+    /// then serves the last good version.
+    pub fn refused(&self) -> Option<&StoreError> {
+        self.refused
+    }
+}
+
+impl Drop for FeatureGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(slot) = self.slot {
+            Protocol::release(slot);
+        }
+    }
+}
+
+/// A table of a [`FeatureGuard`]'s snapshot.
+#[derive(Debug, Clone, Copy)]
+pub struct TableRef<'r> {
+    rows: &'r ArchivedRows,
+}
+
+impl<'r> TableRef<'r> {
+    /// The vector of `key`, in place in the mapped file (no copy).
+    #[inline]
+    pub fn get(&self, key: u64) -> Option<&'r [f32]> {
+        self.rows.get(key)
+    }
+
+    /// Keys in the table.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// True if the table has no key.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Every key and its vector, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &'r [f32])> + use<'r> {
+        self.rows.iter()
+    }
+}

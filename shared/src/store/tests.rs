@@ -1,0 +1,158 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod files;
+mod protocol;
+
+use std::collections::HashMap;
+use std::prelude::rust_2024::*;
+use std::vec;
+
+use proptest::prelude::*;
+
+use super::*;
+
+/// A snapshot whose every float is `version`, `tables` tables of `keys` keys, vectors of
+/// `1 + key % dims` floats (so lengths differ).
+fn stamped(version: u64, tables: usize, keys: u64, dims: u64) -> FeatureSnapshot {
+    let tables = (0..tables)
+        .map(|t| {
+            let mut table = FeatureTable::new(format!("t{t}"));
+            for key in 0..keys {
+                let key = key.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                table
+                    .rows
+                    .insert(key, vec![version as f32; (1 + key % dims) as usize]);
+            }
+            table
+        })
+        .collect();
+    FeatureSnapshot {
+        version,
+        created_unix_ms: 1_700_000_000_000 + version,
+        tables,
+    }
+}
+
+fn rows_strategy() -> impl Strategy<Value = HashMap<u64, Vec<f32>>> {
+    prop::collection::hash_map(
+        any::<u64>(),
+        prop::collection::vec(
+            any::<f32>().prop_filter("NaN != NaN", |f| !f.is_nan()),
+            0..9,
+        ),
+        0..64,
+    )
+}
+
+fn snapshot_strategy() -> impl Strategy<Value = FeatureSnapshot> {
+    (
+        any::<u64>(),
+        any::<u64>(),
+        prop::collection::vec(rows_strategy(), 0..4),
+    )
+        .prop_map(|(version, created_unix_ms, tables)| FeatureSnapshot {
+            version,
+            created_unix_ms,
+            tables: tables
+                .into_iter()
+                .enumerate()
+                .map(|(i, rows)| FeatureTable {
+                    name: format!("table-{i}"),
+                    rows,
+                })
+                .collect(),
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 128 },
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn archive_round_trips(snapshot in snapshot_strategy()) {
+        let bytes = snapshot.to_archive().unwrap();
+        prop_assert_eq!(FeatureSnapshot::from_archive(&bytes).unwrap(), snapshot);
+    }
+
+    #[test]
+    fn archived_lookups_match_the_map(rows in rows_strategy(), probes in prop::collection::vec(any::<u64>(), 0..32)) {
+        let snapshot = FeatureSnapshot { version: 1, created_unix_ms: 0, tables: vec![FeatureTable { name: "t".into(), rows: rows.clone() }] };
+        let bytes = snapshot.to_archive().unwrap();
+        let body = format::body(std::path::Path::new("x"), &bytes, &format::Header::decode(&bytes).unwrap()).unwrap();
+        let mut aligned = rkyv::util::AlignedVec::<16>::new();
+        aligned.extend_from_slice(body);
+        let archived = format::validate(std::path::Path::new("x"), &aligned).unwrap();
+        let table = archived.table("t").unwrap();
+        prop_assert_eq!(table.len(), rows.len());
+        for (key, row) in &rows {
+            prop_assert_eq!(table.get(*key), Some(&row[..]));
+        }
+        for key in probes {
+            prop_assert_eq!(table.get(key), rows.get(&key).map(|r| &r[..]));
+        }
+        prop_assert_eq!(table.iter().count(), rows.len());
+    }
+
+    /// Any flipped bit, anywhere, is an error (header checksum, body checksum), never a panic
+    /// nor a different snapshot.
+    #[test]
+    fn flipped_bits_are_refused(snapshot in snapshot_strategy(), at in any::<prop::sample::Index>(), bit in 0u8..8) {
+        let mut bytes = snapshot.to_archive().unwrap();
+        let at = at.index(bytes.len());
+        bytes[at] ^= 1 << bit;
+        prop_assert!(FeatureSnapshot::from_archive(&bytes).is_err());
+    }
+
+    #[test]
+    fn truncated_archives_are_refused(snapshot in snapshot_strategy(), cut in any::<prop::sample::Index>()) {
+        let bytes = snapshot.to_archive().unwrap();
+        let cut = cut.index(bytes.len());
+        let err = FeatureSnapshot::from_archive(&bytes[..cut]).unwrap_err();
+        prop_assert!(matches!(err, StoreError::Truncated { .. } | StoreError::DataCorrupt { .. }), "{err}");
+    }
+
+    /// Garbage with a valid header and checksum still fails validation cleanly.
+    #[test]
+    fn garbage_behind_a_valid_header_is_refused(body in prop::collection::vec(any::<u8>(), 0..512)) {
+        let header = format::Header { generation: 0, len: body.len() as u64, checksum: xxhash_rust::xxh3::xxh3_64(&body), version: 1, created_unix_ms: 0 };
+        let mut bytes = header.encode().to_vec();
+        bytes.extend_from_slice(&body);
+        let _ = FeatureSnapshot::from_archive(&bytes);
+    }
+}
+
+#[test]
+fn error_kinds_are_distinct() {
+    let bytes = stamped(3, 1, 10, 4).to_archive().unwrap();
+    let mut body_flip = bytes.clone();
+    *body_flip.last_mut().unwrap() ^= 1;
+    assert!(matches!(
+        FeatureSnapshot::from_archive(&body_flip),
+        Err(StoreError::Checksum { .. })
+    ));
+    let mut head_flip = bytes.clone();
+    head_flip[9] ^= 1;
+    let err = FeatureSnapshot::from_archive(&head_flip).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "<archive>: archive header checksum mismatch"
+    );
+    let err = FeatureSnapshot::from_archive(&bytes[..bytes.len() - 1]).unwrap_err();
+    assert!(matches!(err, StoreError::Truncated { .. }), "{err}");
+    assert!(matches!(
+        FeatureSnapshot::from_archive(b"EWFEAT01"),
+        Err(StoreError::DataCorrupt { .. })
+    ));
+}
+
+#[test]
+fn table_mut_adds_missing_tables_once() {
+    let mut snapshot = FeatureSnapshot::default();
+    snapshot.table_mut("a").rows.insert(1, vec![1.0]);
+    snapshot.table_mut("a").rows.insert(2, vec![2.0]);
+    assert_eq!(snapshot.tables.len(), 1);
+    assert_eq!(snapshot.table("a").unwrap().rows.len(), 2);
+    assert!(snapshot.table("b").is_none());
+}

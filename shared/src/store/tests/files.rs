@@ -1,0 +1,317 @@
+//! The store on real files (Miri cannot map files: these are ignored there).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::prelude::rust_2024::*;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread;
+use std::time::Duration;
+
+use super::stamped;
+use crate::store::*;
+
+/// A fresh directory, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> TempDir {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("edgewise-store-{name}-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn quick() -> WriterOptions {
+    WriterOptions::default().with_grace(Duration::from_millis(30))
+}
+
+/// Every vector of every table of the guard equals its version.
+fn assert_stamped(guard: &FeatureGuard<'_>) {
+    let version = guard.version() as f32;
+    let mut vectors = 0;
+    for (_, table) in guard.tables() {
+        for (_, row) in table.iter() {
+            assert!(row.iter().all(|&f| f == version), "mixed versions");
+            vectors += 1;
+        }
+    }
+    assert!(vectors > 0);
+}
+
+/// Flips a bit of the file's byte `at` (in place: the same file, as a disk error would).
+fn flip_byte(path: &Path, at: usize) {
+    let mut bytes = fs::read(path).unwrap();
+    bytes[at] ^= 0x40;
+    fs::write(path, bytes).unwrap();
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn publish_then_read() {
+    let dir = TempDir::new("basic");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    assert!(matches!(
+        reader.read(),
+        Err(StoreError::NothingPublished(_))
+    ));
+    let report = writer.publish(&stamped(1, 2, 50, 8)).unwrap();
+    assert_eq!((report.version, report.generation), (1, 1));
+    assert!(report.replaced, "first file is new");
+    {
+        let guard = reader.read().unwrap();
+        assert_eq!(guard.version(), 1);
+        assert_eq!(guard.created_unix_ms(), 1_700_000_000_001);
+        assert_eq!(guard.table("t1").unwrap().len(), 50);
+        assert!(guard.table("nope").is_none());
+        assert!(guard.refused().is_none());
+        assert_stamped(&guard);
+    }
+    for version in 2..6 {
+        let report = writer
+            .publish(&stamped(version, 2, 50 + version, 8))
+            .unwrap();
+        assert_eq!(report.stuck_readers, 0);
+        let guard = reader.read().unwrap();
+        assert_eq!(guard.version(), version);
+        assert_eq!(guard.table("t0").unwrap().len() as u64, 50 + version);
+        assert_stamped(&guard);
+    }
+    assert!(
+        !writer.publish(&stamped(6, 1, 5, 2)).unwrap().replaced,
+        "in place"
+    );
+    let err = writer.publish(&stamped(6, 1, 5, 2)).unwrap_err();
+    assert!(matches!(
+        err,
+        StoreError::VersionNotIncreasing {
+            new: 6,
+            published: 6
+        }
+    ));
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_second_writer_is_refused_and_a_restarted_one_continues() {
+    let dir = TempDir::new("restart");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    writer.publish(&stamped(7, 1, 10, 4)).unwrap();
+    assert!(matches!(
+        FeatureWriter::open(&dir.0, quick()),
+        Err(StoreError::WriterLocked(_))
+    ));
+    drop(writer);
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    assert_eq!(writer.version(), 7);
+    assert_eq!(writer.publish(&stamped(8, 1, 10, 4)).unwrap().generation, 2);
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    assert_eq!(reader.read().unwrap().version(), 8);
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn damaged_new_versions_are_refused_and_the_last_good_one_served() {
+    let dir = TempDir::new("damaged");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    writer.publish(&stamped(1, 1, 100, 8)).unwrap();
+    assert_eq!(reader.read().unwrap().version(), 1);
+
+    // Version 2 goes to data_0; flip a byte in its body.
+    writer.publish(&stamped(2, 1, 100, 8)).unwrap();
+    flip_byte(&dir.0.join("data_0"), 200);
+    for _ in 0..2 {
+        let guard = reader.read().unwrap();
+        assert_eq!(guard.version(), 1, "last good version");
+        assert_stamped(&guard);
+        assert!(matches!(guard.refused(), Some(StoreError::Checksum { .. })));
+    }
+    // A good version 3 (data_1) heals.
+    writer.publish(&stamped(3, 1, 100, 8)).unwrap();
+    let guard = reader.read().unwrap();
+    assert_eq!(guard.version(), 3);
+    assert!(guard.refused().is_none());
+    drop(guard);
+
+    // Truncated: version 4 in data_0, cut short.
+    writer.publish(&stamped(4, 1, 100, 8)).unwrap();
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(dir.0.join("data_0"))
+        .unwrap();
+    file.set_len(1000).unwrap();
+    let guard = reader.read().unwrap();
+    assert_eq!(guard.version(), 3);
+    assert!(
+        matches!(guard.refused(), Some(StoreError::Truncated { .. })),
+        "{:?}",
+        guard.refused()
+    );
+    drop(guard);
+
+    // A damaged header.
+    writer.publish(&stamped(5, 1, 100, 8)).unwrap();
+    let mut reader2 = FeatureReader::open(&dir.0).unwrap();
+    flip_byte(&dir.0.join("data_1"), 20);
+    let err = reader2.read().unwrap_err();
+    assert!(matches!(err, StoreError::DataCorrupt { .. }), "{err}");
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn bad_state_files_are_reported() {
+    let dir = TempDir::new("state");
+    assert!(matches!(
+        FeatureReader::open(&dir.0),
+        Err(StoreError::Io { .. })
+    ));
+    drop(FeatureWriter::open(&dir.0, quick()).unwrap());
+    let state = dir.0.join("state");
+    let good = fs::read(&state).unwrap();
+    fs::write(&state, &good[..good.len() - 8]).unwrap();
+    assert!(matches!(
+        FeatureReader::open(&dir.0),
+        Err(StoreError::StateSize { .. })
+    ));
+    assert!(matches!(
+        FeatureWriter::open(&dir.0, quick()),
+        Err(StoreError::StateSize { .. })
+    ));
+    let mut bad = good.clone();
+    bad[0] ^= 1;
+    fs::write(&state, &bad).unwrap();
+    let err = FeatureReader::open(&dir.0).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "state file {}: not a feature store state file (bad magic)",
+            state.display()
+        )
+    );
+    fs::write(&state, &good).unwrap();
+    assert!(FeatureReader::open(&dir.0).is_ok());
+}
+
+/// A guard held past the grace period: the writer replaces the copy's file and the guard keeps
+/// reading the old one, intact. A crashed reader (never released) delays one publish only.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn stuck_readers_delay_the_writer_at_most_the_grace_period() {
+    let dir = TempDir::new("stuck");
+    let grace = Duration::from_millis(40);
+    let mut writer =
+        FeatureWriter::open(&dir.0, WriterOptions::default().with_grace(grace)).unwrap();
+    writer.publish(&stamped(1, 1, 200, 16)).unwrap();
+    let mut slow = FeatureReader::open(&dir.0).unwrap();
+    let guard = slow.read().unwrap();
+    let row = guard.table("t0").unwrap().get(0).unwrap();
+    writer.publish(&stamped(2, 1, 200, 16)).unwrap();
+    let report = writer.publish(&stamped(3, 1, 200, 16)).unwrap();
+    assert_eq!(report.stuck_readers, 1);
+    assert!(report.replaced);
+    assert!(report.waited >= grace);
+    assert!(row.iter().all(|&f| f == 1.0), "old file intact");
+    assert_stamped(&guard);
+    // The stale slot is on the replaced file: the next publish to that copy does not wait.
+    writer.publish(&stamped(4, 1, 200, 16)).unwrap();
+    let report = writer.publish(&stamped(5, 1, 200, 16)).unwrap();
+    assert_eq!((report.stuck_readers, report.replaced), (0, false));
+    assert!(report.waited < grace);
+    drop(guard);
+    assert_eq!(slow.read().unwrap().version(), 5);
+
+    // A crashed reader: registered, never released, its slot lock leaked.
+    let mut crashed = FeatureReader::open(&dir.0).unwrap();
+    std::mem::forget(crashed.read().unwrap());
+    std::mem::forget(crashed);
+    writer.publish(&stamped(6, 1, 200, 16)).unwrap();
+    let report = writer.publish(&stamped(7, 1, 200, 16)).unwrap();
+    assert_eq!(report.stuck_readers, 1);
+    let report = writer.publish(&stamped(9, 1, 200, 16)).unwrap();
+    assert!(report.waited < grace);
+
+    let strict = WriterOptions::default()
+        .with_grace(grace)
+        .with_replace_stuck(false);
+    drop(writer);
+    let mut writer = FeatureWriter::open(&dir.0, strict).unwrap();
+    let guard = slow.read().unwrap();
+    writer.publish(&stamped(10, 1, 200, 16)).unwrap();
+    let err = writer.publish(&stamped(11, 1, 200, 16)).unwrap_err();
+    assert!(
+        matches!(err, StoreError::GracePeriodExceeded { readers: 1, .. }),
+        "{err}"
+    );
+    assert_stamped(&guard);
+}
+
+/// Reader threads against a writer publishing back to back: every read is one complete
+/// version, and versions never go backwards.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn reader_threads_see_whole_versions_in_order() {
+    let dir = TempDir::new("threads");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    writer.publish(&stamped(1, 2, 300, 16)).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let readers: Vec<_> = (0..3)
+        .map(|_| {
+            let (dir, done) = (dir.0.clone(), Arc::clone(&done));
+            thread::spawn(move || {
+                let mut reader = FeatureReader::open(&dir).unwrap();
+                let (mut last, mut seen) = (0, 0);
+                while !done.load(Ordering::Relaxed) {
+                    let guard = reader.read().unwrap();
+                    assert!(guard.version() >= last, "went backwards");
+                    if guard.version() != last {
+                        seen += 1;
+                    }
+                    last = guard.version();
+                    assert_stamped(&guard);
+                }
+                seen
+            })
+        })
+        .collect();
+    for version in 2..200 {
+        writer.publish(&stamped(version, 2, 300, 16)).unwrap();
+    }
+    done.store(true, Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.join().unwrap() > 1, "saw publishes");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn files_grow_and_shrinking_snapshots_keep_working() {
+    let dir = TempDir::new("grow");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    for (version, keys) in [
+        (1, 10),
+        (2, 10),
+        (3, 5000),
+        (4, 5000),
+        (5, 3),
+        (6, 20_000),
+        (7, 1),
+    ] {
+        writer.publish(&stamped(version, 1, keys, 8)).unwrap();
+        let guard = reader.read().unwrap();
+        assert_eq!(guard.version(), version);
+        assert_eq!(guard.table("t0").unwrap().len() as u64, keys);
+        assert_stamped(&guard);
+    }
+}

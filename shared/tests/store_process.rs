@@ -1,0 +1,164 @@
+//! The feature store across processes: readers in child processes see a writer's publishes,
+//! and a writer killed (SIGKILL) at random instants mid-publish leaves readers on the last good
+//! version, with a restarted writer continuing after it.
+//!
+//! Children are this test binary itself, run with `STORE_CHILD=<role>` on the `child` test.
+#![cfg(feature = "store")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use edgewise::{
+    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, WriterOptions,
+};
+
+const TABLE: &str = "stamped";
+
+/// Keys and floats per vector of the writer child's snapshots: big enough (2 MiB) that a
+/// publish takes milliseconds (debug build), so kills land inside one.
+const KEYS: u64 = 8192;
+const DIMS: usize = 64;
+
+fn stamped(version: u64) -> FeatureSnapshot {
+    let mut table = FeatureTable::new(TABLE);
+    table.rows = (0..KEYS).map(|k| (k, vec![version as f32; DIMS])).collect();
+    FeatureSnapshot {
+        version,
+        created_unix_ms: version,
+        tables: vec![table],
+    }
+}
+
+/// Every vector equals the version: one whole snapshot, no mix.
+fn check(guard: &FeatureGuard<'_>) {
+    let table = guard.table(TABLE).expect("table");
+    assert_eq!(table.len() as u64, KEYS);
+    let version = guard.version() as f32;
+    for key in (0..KEYS).step_by(97) {
+        let row = table.get(key).expect("key");
+        assert!(
+            row.iter().all(|&f| f == version),
+            "mixed versions at key {key}"
+        );
+    }
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("edgewise-store-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn spawn(role: &str, dir: &Path) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "child", "--nocapture", "--test-threads=1"])
+        .env("STORE_CHILD", role)
+        .env("STORE_DIR", dir)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// `open()`, retried for a few seconds: the store may not exist yet, and a lock file can stay
+/// held for a moment by a process another test thread is forking (the descriptor is closed on
+/// exec).
+fn retry<T>(mut open: impl FnMut() -> Result<T, edgewise::StoreError>) -> T {
+    let start = Instant::now();
+    loop {
+        match open() {
+            Ok(t) => return t,
+            Err(e) if start.elapsed() > Duration::from_secs(5) => panic!("{e}"),
+            Err(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// The child processes' entry point; a no-op in a normal test run.
+#[test]
+fn child() {
+    let (Ok(role), Ok(dir)) = (std::env::var("STORE_CHILD"), std::env::var("STORE_DIR")) else {
+        return;
+    };
+    let dir = PathBuf::from(dir);
+    match role.as_str() {
+        // Publishes back to back until killed, continuing after what is there.
+        "writer" => {
+            let options = WriterOptions::default().with_grace(Duration::from_millis(20));
+            let mut writer = retry(|| FeatureWriter::open(&dir, options));
+            loop {
+                writer.publish(&stamped(writer.version() + 1)).unwrap();
+            }
+        }
+        // Reads for a second; fails (panics) on a torn or backwards read; needs to see at
+        // least two versions.
+        "reader" => {
+            let mut reader = retry(|| FeatureReader::open(&dir));
+            let (start, mut last, mut versions) = (Instant::now(), 0, 0);
+            while start.elapsed() < Duration::from_secs(1) || versions < 2 {
+                let Ok(guard) = reader.read() else { continue };
+                check(&guard);
+                assert!(guard.version() >= last, "went backwards");
+                versions += usize::from(guard.version() != last);
+                last = guard.version();
+                assert!(start.elapsed() < Duration::from_secs(30), "writer stalled");
+            }
+        }
+        other => panic!("unknown role {other}"),
+    }
+}
+
+#[test]
+fn readers_in_other_processes_see_publishes() {
+    let dir = temp_dir("procs");
+    let mut writer_child = spawn("writer", &dir);
+    let readers: Vec<Child> = (0..2).map(|_| spawn("reader", &dir)).collect();
+    for mut reader in readers {
+        assert!(reader.wait().unwrap().success(), "reader process failed");
+    }
+    writer_child.kill().unwrap();
+    writer_child.wait().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_writer_killed_mid_publish_leaves_the_last_good_version() {
+    let dir = temp_dir("kill");
+    let mut writer = FeatureWriter::open(&dir, WriterOptions::default()).unwrap();
+    writer.publish(&stamped(1)).unwrap();
+    drop(writer);
+    let mut reader = FeatureReader::open(&dir).unwrap();
+    let mut last = 1;
+    // Pseudo-random kill instants (xorshift), 20-300 ms into the writer's life (which starts
+    // with the test binary's own start-up).
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64 ^ u64::from(std::process::id());
+    for _ in 0..10 {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        let mut child = spawn("writer", &dir);
+        let wait = Duration::from_millis(20 + seed % 280);
+        let start = Instant::now();
+        while start.elapsed() < wait {
+            let guard = reader.read().unwrap();
+            check(&guard);
+            assert!(guard.version() >= last);
+            last = guard.version();
+        }
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let guard = reader.read().unwrap();
+        assert!(guard.refused().is_none(), "{:?}", guard.refused());
+        check(&guard);
+        assert!(guard.version() >= last);
+        last = guard.version();
+    }
+    // A restarted writer continues after the last good version.
+    let mut writer = FeatureWriter::open(&dir, WriterOptions::default()).unwrap();
+    assert_eq!(writer.version(), last);
+    writer.publish(&stamped(last + 1)).unwrap();
+    assert_eq!(reader.read().unwrap().version(), last + 1);
+    assert!(last > 1, "the writer children published");
+    let _ = std::fs::remove_dir_all(&dir);
+}
