@@ -111,8 +111,19 @@ impl HttpConnection {
         authorization: &str,
         body: &[u8],
     ) -> std::io::Result<(u16, Vec<u8>)> {
+        self.send("POST", path, authorization, body).await
+    }
+
+    /// Sends one request in one write and returns the status and body.
+    pub async fn send(
+        &mut self,
+        method: &str,
+        path: &str,
+        authorization: &str,
+        body: &[u8],
+    ) -> std::io::Result<(u16, Vec<u8>)> {
         let mut request = format!(
-            "POST {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: {authorization}\r\n\
+            "{method} {path} HTTP/1.1\r\nHost: bench\r\nAuthorization: {authorization}\r\n\
              Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
             body.len()
         )

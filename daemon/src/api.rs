@@ -3,7 +3,11 @@
 //! `/healthz` and `/metrics` are open (local scrapers); everything under `/v1` needs the bearer
 //! secret. Unknown paths answer 404 and wrong methods 405 (axum's defaults).
 
+mod features;
+mod hosts;
 mod tokens;
+
+pub use hosts::{CONTENT_TYPE as HOSTS_CONTENT_TYPE, VERSION_HEADER as HOSTS_VERSION_HEADER};
 
 use std::sync::Arc;
 
@@ -12,11 +16,14 @@ use axum::{
     extract::{DefaultBodyLimit, State},
     http::{StatusCode, header},
     response::{IntoResponse, Response},
-    routing::{get, post},
+    routing::{get, post, put},
 };
 use serde::Serialize;
 
-use crate::{Config, auth::Auth, metrics::Exposition, tokencache::TokenCache};
+use crate::{
+    Config, auth::Auth, features::Features, hosts::HostTables, metrics::Exposition,
+    tokencache::TokenCache,
+};
 
 /// Largest request body any endpoint accepts; a redemption is ~200 bytes.
 const MAX_BODY: usize = 4 * 1024;
@@ -26,27 +33,59 @@ const MAX_BODY: usize = 4 * 1024;
 pub struct App {
     tokens: TokenCache,
     auth: Auth,
+    hosts: Arc<HostTables>,
+    features: Option<Arc<Features>>,
+    /// Largest `PUT /v1/features` body.
+    max_put_bytes: usize,
 }
 
 impl App {
-    /// Loads the secret and starts the token cache; call from within a Tokio runtime.
+    /// Loads the secret and the host table, starts the token cache and the host table's
+    /// reload triggers; call from within a Tokio runtime.
     pub fn start(config: &Config) -> anyhow::Result<App> {
         let tokens = TokenCache::start(&config.tokens, &config.workspace)?;
-        Ok(App::new(tokens, Auth::load(&config.api)?))
+        let hosts = Arc::new(HostTables::load(&config.hosts)?);
+        hosts.watch(&config.hosts)?;
+        let features = Features::start(&config.features)?;
+        Ok(App {
+            tokens,
+            auth: Auth::load(&config.api)?,
+            hosts,
+            features,
+            max_put_bytes: config.features.max_put_bytes,
+        })
     }
 
-    /// An app from parts (tests, embedding).
+    /// The feature store, if configured.
+    pub fn features(&self) -> Option<&Arc<Features>> {
+        self.features.as_ref()
+    }
+
+    /// An app with the token cache only (tests, embedding).
     pub fn new(tokens: TokenCache, auth: Auth) -> App {
-        App { tokens, auth }
+        App {
+            tokens,
+            auth,
+            hosts: Arc::new(HostTables::none()),
+            features: None,
+            max_put_bytes: 0,
+        }
     }
 }
 
 /// The API routes over `app`.
 pub fn router(app: Arc<App>) -> Router {
+    let max_put = app.max_put_bytes;
     Router::new()
         .route("/healthz", get(healthz))
         .route("/metrics", get(metrics))
         .route("/v1/tokens/redeem", post(tokens::redeem))
+        .route("/v1/hosts", get(hosts::get))
+        .route(
+            "/v1/features",
+            put(features::put).layer(DefaultBodyLimit::max(max_put)),
+        )
+        .route("/v1/features/{table}/{key}", get(features::get))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(app)
 }
@@ -67,6 +106,10 @@ async fn healthz() -> Json<Health> {
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut page = Exposition::default();
     app.tokens.render(&mut page);
+    app.hosts.render(&mut page);
+    if let Some(features) = &app.features {
+        features.render(&mut page);
+    }
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         page.finish(),

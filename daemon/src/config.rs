@@ -25,6 +25,87 @@ pub struct Config {
     pub tokens: TokensConfig,
     /// Scrubbing of the reused scratch memory of hot paths.
     pub workspace: WorkspaceSettings,
+    /// The host table served to workers.
+    pub hosts: HostsConfig,
+    /// The memory-mapped feature store the daemon publishes.
+    pub features: FeaturesConfig,
+}
+
+/// `[features]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeaturesConfig {
+    /// Directory of the store (two data files and a state file). None: no feature store.
+    pub dir: Option<PathBuf>,
+    /// Directory watched for snapshot files (`<table>.csv`, `*.ewfs` archives).
+    pub ingest_dir: Option<PathBuf>,
+    /// How often the ingest directory is scanned, in milliseconds.
+    pub ingest_interval_ms: u64,
+    /// Unix socket answering `get <table>:<key>` in the memcached text protocol. None: off.
+    pub socket: Option<PathBuf>,
+    /// Largest `PUT /v1/features` body, in bytes.
+    pub max_put_bytes: usize,
+    /// How long a publish waits for readers still on the copy it is about to overwrite, in
+    /// milliseconds; a reader slower than that gets an error instead of torn data.
+    pub reader_grace_ms: u64,
+}
+
+impl Default for FeaturesConfig {
+    fn default() -> Self {
+        FeaturesConfig {
+            dir: None,
+            ingest_dir: None,
+            ingest_interval_ms: 1000,
+            socket: None,
+            max_put_bytes: 16 * 1024 * 1024,
+            reader_grace_ms: 1000,
+        }
+    }
+}
+
+impl FeaturesConfig {
+    /// The ingest directory scan interval.
+    pub fn ingest_interval(&self) -> Duration {
+        Duration::from_millis(self.ingest_interval_ms.max(1))
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.dir.is_none() && (self.ingest_dir.is_some() || self.socket.is_some()) {
+            anyhow::bail!("features.ingest_dir and features.socket need features.dir (the store)");
+        }
+        if self.ingest_interval_ms == 0 || self.max_put_bytes == 0 || self.reader_grace_ms == 0 {
+            anyhow::bail!(
+                "features.ingest_interval_ms, max_put_bytes and reader_grace_ms must be at least 1"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// `[hosts]` table.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HostsConfig {
+    /// TOML file holding the host table served at `GET /v1/hosts`. None: no table (404).
+    pub file: Option<PathBuf>,
+    /// How often the file is checked for changes, in milliseconds (0: only on SIGHUP).
+    pub watch_interval_ms: u64,
+}
+
+impl Default for HostsConfig {
+    fn default() -> Self {
+        HostsConfig {
+            file: None,
+            watch_interval_ms: 1000,
+        }
+    }
+}
+
+impl HostsConfig {
+    /// The file poll interval, if polling is on.
+    pub fn watch_interval(&self) -> Option<Duration> {
+        (self.watch_interval_ms > 0).then(|| Duration::from_millis(self.watch_interval_ms))
+    }
 }
 
 /// `[workspace]` table.
@@ -268,6 +349,18 @@ pub struct Overrides {
     /// Accept tokens when the token cache cannot decide (unsafe; logged and counted).
     #[arg(long, env = "EDGEWISED_TOKENS_FAIL_OPEN")]
     pub tokens_fail_open: Option<bool>,
+    /// Host table file served at `GET /v1/hosts`.
+    #[arg(long, env = "EDGEWISED_HOSTS_FILE")]
+    pub hosts_file: Option<PathBuf>,
+    /// Feature store directory.
+    #[arg(long, env = "EDGEWISED_FEATURES_DIR")]
+    pub features_dir: Option<PathBuf>,
+    /// Directory watched for feature snapshot files.
+    #[arg(long, env = "EDGEWISED_FEATURES_INGEST_DIR")]
+    pub features_ingest_dir: Option<PathBuf>,
+    /// Unix socket for memcached-protocol feature lookups.
+    #[arg(long, env = "EDGEWISED_FEATURES_SOCKET")]
+    pub features_socket: Option<PathBuf>,
 }
 
 impl Config {
@@ -316,12 +409,25 @@ impl Config {
         if let Some(fail_open) = o.tokens_fail_open {
             self.tokens.fail_open = fail_open;
         }
+        if let Some(file) = &o.hosts_file {
+            self.hosts.file = Some(file.clone());
+        }
+        if let Some(dir) = &o.features_dir {
+            self.features.dir = Some(dir.clone());
+        }
+        if let Some(dir) = &o.features_ingest_dir {
+            self.features.ingest_dir = Some(dir.clone());
+        }
+        if let Some(socket) = &o.features_socket {
+            self.features.socket = Some(socket.clone());
+        }
     }
 
     /// Checks what the types cannot: names, ranges, addresses.
     pub fn validate(&self) -> anyhow::Result<()> {
         self.workspace.mode()?;
-        self.tokens.validate()
+        self.tokens.validate()?;
+        self.features.validate()
     }
 
     /// The drain deadline after a shutdown signal.

@@ -9,6 +9,8 @@
 mod api;
 mod auth;
 mod config;
+mod features;
+mod hosts;
 pub mod metrics;
 mod server;
 mod shutdown;
@@ -16,12 +18,16 @@ mod telemetry;
 mod tokencache;
 mod workspaces;
 
-pub use api::{App, router};
+pub use api::{App, HOSTS_CONTENT_TYPE, HOSTS_VERSION_HEADER, router};
 pub use auth::Auth;
 pub use config::{
-    ApiConfig, Config, LogConfig, LogFormat, MemcachedConfig, Overrides, ServerConfig,
-    TokensConfig, WorkspaceSettings,
+    ApiConfig, Config, FeaturesConfig, HostsConfig, LogConfig, LogFormat, MemcachedConfig,
+    Overrides, ServerConfig, TokensConfig, WorkspaceSettings,
 };
+pub use features::{
+    Change, ChangeError, Delete, Features, PublishError, Published as FeaturesPublished, Upsert,
+};
+pub use hosts::{HostTables, Published, Reload};
 pub use server::Server;
 pub use shutdown::signal as shutdown_signal;
 pub use telemetry::init as init_telemetry;

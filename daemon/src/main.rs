@@ -6,7 +6,7 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
-use edgewise_daemon::{Config, Overrides, Server, init_telemetry, shutdown_signal};
+use edgewise_daemon::{Config, HostTables, Overrides, Server, init_telemetry, shutdown_signal};
 
 /// edgewise sidecar daemon. Runs with no configuration at all; a TOML file, environment
 /// variables and flags override the defaults, in that order.
@@ -48,6 +48,15 @@ fn main() -> ExitCode {
 
 fn check_config(path: &std::path::Path, overrides: &Overrides) -> anyhow::Result<()> {
     let config = Config::load(Some(path), overrides)?;
+    // The host table is part of the configuration: a typo there must fail the check too.
+    let hosts = HostTables::load(&config.hosts)?;
+    if let Some(table) = hosts.current() {
+        println!(
+            "host table: {} hosts, version {}",
+            table.table.hosts.len(),
+            table.table.version
+        );
+    }
     println!("{}: ok\n{config:#?}", path.display());
     Ok(())
 }

@@ -31,6 +31,11 @@ impl Server {
         })
     }
 
+    /// The feature store, if configured (benchmarks and embedding publish through it).
+    pub fn features(&self) -> Option<Arc<crate::Features>> {
+        self.app.features().cloned()
+    }
+
     /// The address actually bound.
     pub fn local_addr(&self) -> anyhow::Result<SocketAddr> {
         Ok(self.listener.local_addr()?)

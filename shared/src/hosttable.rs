@@ -59,7 +59,9 @@ pub use validate::{
 )]
 #[serde(deny_unknown_fields)]
 pub struct HostTable {
-    /// Version of the table: the worker rebuilds its index only when it changes.
+    /// Version of the table: the worker rebuilds its index only when it changes. Optional in
+    /// the daemon's file (0: the daemon derives one from the content).
+    #[serde(default)]
     pub version: u64,
     /// The hosts, each address at most once.
     #[serde(default)]

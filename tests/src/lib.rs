@@ -180,6 +180,43 @@ pub fn http_request(
     headers: &[(&str, &str)],
     body: &[u8],
 ) -> (u16, String) {
+    let response = http_exchange(addr, method, path, headers, body);
+    (
+        response.status,
+        String::from_utf8_lossy(&response.body).into_owned(),
+    )
+}
+
+/// A response as [`http_exchange`] read it.
+#[derive(Debug)]
+pub struct HttpResponse {
+    /// Status code.
+    pub status: u16,
+    /// Header fields, names lowercased, in order.
+    pub headers: Vec<(String, String)>,
+    /// The body bytes.
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    /// The first value of header `name` (lowercase).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// An HTTP/1.1 exchange returning the whole response. The body is what follows the header
+/// block up to the close (`Connection: close`), so chunked bodies keep their framing.
+pub fn http_exchange(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
     let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
@@ -198,15 +235,28 @@ pub fn http_request(
     let mut response = Vec::new();
     // The server may close before reading a body it refused; what it sent is still readable.
     let _ = stream.read_to_end(&mut response);
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response
-        .split_whitespace()
-        .nth(1)
+    parse_response(&response)
+}
+
+fn parse_response(response: &[u8]) -> HttpResponse {
+    let split = response
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("malformed response {:?}", String::from_utf8_lossy(response)));
+    let head = String::from_utf8_lossy(&response[..split]);
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|line| line.split_whitespace().nth(1))
         .and_then(|code| code.parse().ok())
-        .unwrap_or_else(|| panic!("malformed response {response:?}"));
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, body)| body.to_owned())
-        .unwrap_or_default();
-    (status, body)
+        .unwrap_or_else(|| panic!("malformed status line in {head:?}"));
+    let headers = lines
+        .filter_map(|line| line.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    HttpResponse {
+        status,
+        headers,
+        body: response[split + 4..].to_vec(),
+    }
 }

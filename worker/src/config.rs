@@ -12,7 +12,7 @@ use edgewise::{
 };
 use worker::Env;
 
-use crate::token::TokenPolicy;
+use crate::{route::Routing, token::TokenPolicy};
 
 /// Base URL requests are forwarded to.
 const ORIGIN_URL: &str = "ORIGIN_URL";
@@ -25,7 +25,10 @@ const WORKSPACE_SCRUB: &str = "WORKSPACE_SCRUB";
 
 #[derive(Debug)]
 pub(crate) struct Config {
-    pub(crate) origin: Origin,
+    /// Where requests go when there is no host table.
+    pub(crate) origin: Option<Origin>,
+    /// Present when a host table routes requests.
+    pub(crate) routing: Option<Routing>,
     pub(crate) request_strip: HeaderSet,
     pub(crate) response_strip: HeaderSet,
     /// Present when some paths require a Privacy Pass token.
@@ -48,10 +51,15 @@ pub(crate) fn get(env: &Env) -> Result<Rc<Config>, String> {
 
 impl Config {
     fn from_env(env: &Env) -> Result<Config, String> {
-        let origin = var(env, ORIGIN_URL).ok_or_else(|| format!("{ORIGIN_URL} is not set"))?;
-        let origin = Origin::parse(&origin).map_err(|e| format!("{ORIGIN_URL}: {e}"))?;
+        let routing = Routing::from_env(env)?;
+        let origin = match var(env, ORIGIN_URL) {
+            Some(url) => Some(Origin::parse(&url).map_err(|e| format!("{ORIGIN_URL}: {e}"))?),
+            None if routing.is_some() => None,
+            None => return Err(format!("{ORIGIN_URL} is not set (nor a HOST_TABLE)")),
+        };
         Ok(Config {
             origin,
+            routing,
             request_strip: header_set(env, INTERNAL_HEADERS, DEFAULT_INTERNAL_REQUEST_HEADERS)?,
             response_strip: header_set(
                 env,

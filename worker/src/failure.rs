@@ -29,6 +29,10 @@ pub(crate) enum Failure {
     TokenSpent(Rc<str>),
     /// The daemon could not say whether the token is fresh: refuse (fail closed).
     TokenUnavailable(String),
+    /// There is no host table to route by (never loaded, and the daemon cannot be reached).
+    HostsUnavailable(String),
+    /// The subset load balancer has no host for this request (no match, no fallback).
+    NoHost,
 }
 
 impl Failure {
@@ -38,7 +42,7 @@ impl Failure {
             Failure::BadRequest(_) | Failure::Target(_) => 400,
             Failure::Origin(_) => 502,
             Failure::TokenMissing(_) | Failure::TokenInvalid(..) | Failure::TokenSpent(_) => 401,
-            Failure::TokenUnavailable(_) => 503,
+            Failure::TokenUnavailable(_) | Failure::HostsUnavailable(_) | Failure::NoHost => 503,
             Failure::HeadersTooLarge(_) => 431,
         }
     }
@@ -53,6 +57,7 @@ impl Failure {
             Failure::TokenInvalid(..) => "edgewise: token rejected",
             Failure::TokenSpent(_) => "edgewise: token already spent",
             Failure::TokenUnavailable(_) => "edgewise: token check unavailable",
+            Failure::HostsUnavailable(_) | Failure::NoHost => "edgewise: no upstream available",
             Failure::HeadersTooLarge(_) => "edgewise: request headers too large",
         }
     }
@@ -91,6 +96,8 @@ impl fmt::Display for Failure {
             Failure::TokenSpent(_) => ("token", &"spent before (double spend refused)"),
             Failure::TokenUnavailable(d) => ("token cache", d),
             Failure::HeadersTooLarge(d) => ("request headers", d),
+            Failure::HostsUnavailable(d) => ("host table", d),
+            Failure::NoHost => ("routing", &"no host matches and no fallback applies"),
         };
         write!(f, "{} ({what}): {detail}", self.status())
     }

@@ -1,7 +1,9 @@
 //! edgewise edge worker.
 //!
-//! Per request: strip internal headers, map the URL onto the configured origin, forward method,
-//! headers and body, strip internal headers from the origin's response and return it. Failures
+//! Per request: check the Privacy Pass token where required, pick the origin (the configured
+//! one, or a host of the host table by subset routing), strip internal headers, forward method,
+//! headers and body (once more to another host of the subset if the first cannot be reached),
+//! strip internal headers from the origin's response and return it. Failures
 //! become short plain-text 4xx/5xx answers (the reason goes to the log); the worker never panics
 //! on input.
 
@@ -9,7 +11,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 use worker::{
-    Context, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, Response, Result,
+    Context, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, Response, Result, Url,
     console_error, event, wasm_bindgen::JsValue,
 };
 
@@ -18,12 +20,13 @@ mod bench;
 mod config;
 mod daemon;
 mod failure;
+mod route;
 mod scratch;
 mod strip;
 mod token;
 
 use config::Config;
-use edgewise::Arena;
+use edgewise::{Arena, Origin};
 use failure::Failure;
 
 #[event(fetch)]
@@ -46,10 +49,6 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
     let url = req
         .url()
         .map_err(|_| Failure::BadRequest("unparseable URL"))?;
-    let target = config
-        .origin
-        .upstream_url(url.path(), url.query())
-        .map_err(Failure::Target)?;
     // Dropped last, on every path out of this function: the scope scrubs the workspace, then
     // the workspace goes back to the isolate's free list.
     let mut workspace = scratch::take(config.scrub);
@@ -62,13 +61,82 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
         }
         _ => false,
     };
-    let upstream = upstream_request(&req, &target, &config, token_checked, &mut arena)?;
-    let response = Fetch::Request(upstream)
-        .send()
-        .await
-        .map_err(|e| Failure::Origin(e.to_string()))?;
+    let hop = Hop {
+        req: &req,
+        url: &url,
+        config: &config,
+        token_checked,
+    };
+    let response = match &config.routing {
+        None => {
+            let origin = config
+                .origin
+                .as_ref()
+                .ok_or_else(|| Failure::Config("no ORIGIN_URL".into()))?;
+            hop.send(&req, origin, &mut arena).await?
+        }
+        Some(routing) => routed(&hop, routing, &mut arena).await?,
+    };
     strip::response(&config.response_strip, response, &mut arena)
         .map_err(|e| Failure::Internal(e.to_owned()))
+}
+
+/// Sends to the host the subset load balancer picks; if it cannot be reached, once more to
+/// another host of the same subset. A request body is teed first so the retry has one too.
+async fn routed(
+    hop: &Hop<'_>,
+    routing: &route::Routing,
+    arena: &mut Arena<'_>,
+) -> std::result::Result<Response, Failure> {
+    let first = routing.pick(hop.req, hop.url).await?;
+    let spare = match hop.req.inner().body() {
+        Some(_) => Some(
+            hop.req
+                .clone()
+                .map_err(|e| Failure::Internal(e.to_string()))?,
+        ),
+        None => None,
+    };
+    let failure = match hop.send(hop.req, &first.origin, arena).await {
+        Ok(response) => return Ok(response),
+        Err(failure) => failure,
+    };
+    let Some(second) = routing.retry(&first) else {
+        return Err(failure);
+    };
+    console_error!(
+        "edgewise: {failure}; retrying on {}",
+        second.origin.as_str()
+    );
+    hop.send(spare.as_ref().unwrap_or(hop.req), &second.origin, arena)
+        .await
+}
+
+/// One request on its way to an origin.
+struct Hop<'r> {
+    req: &'r Request,
+    url: &'r Url,
+    config: &'r Config,
+    token_checked: bool,
+}
+
+impl Hop<'_> {
+    /// Forwards `source` (the request, or its teed copy) to `origin`.
+    async fn send(
+        &self,
+        source: &Request,
+        origin: &Origin,
+        arena: &mut Arena<'_>,
+    ) -> std::result::Result<Response, Failure> {
+        let target = origin
+            .upstream_url(self.url.path(), self.url.query())
+            .map_err(Failure::Target)?;
+        let upstream = upstream_request(source, &target, self.config, self.token_checked, arena)?;
+        Fetch::Request(upstream)
+            .send()
+            .await
+            .map_err(|e| Failure::Origin(e.to_string()))
+    }
 }
 
 /// Builds the outbound request. The runtime copies the incoming headers into it, and internal

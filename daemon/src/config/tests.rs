@@ -84,6 +84,12 @@ fn token_and_workspace_settings_are_validated() {
         ),
         ("[tokens.memcached]\ntimeout_ms = 0", "timeout_ms"),
         ("[workspace]\nscrub = \"sometimes\"", "workspace.scrub"),
+        ("[features]\ningest_dir = \"/in\"", "need features.dir"),
+        ("[features]\nsocket = \"/s.sock\"", "need features.dir"),
+        (
+            "[features]\ndir = \"/d\"\nreader_grace_ms = 0",
+            "reader_grace_ms",
+        ),
     ];
     for (text, needle) in bad {
         let error = Config::from_toml(text).and_then(|c| c.validate().map(|()| c));

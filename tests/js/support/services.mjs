@@ -63,10 +63,11 @@ export async function startMemcached(args = []) {
   };
 }
 
-// edgewised with its API secret, backed by `memcached` (an address) or its embedded store.
-export async function startDaemon({ secret, memcached, timeoutMs = 200 } = {}) {
+// edgewised with its API secret, backed by `memcached` (an address) or its embedded store;
+// `args` go to its command line as they are (e.g. ["--config", file]).
+export async function startDaemon({ secret, memcached, args: extra = [] } = {}) {
   const port = await freePort();
-  const args = ["--listen", `127.0.0.1:${port}`, "--log-format", "json"];
+  const args = ["--listen", `127.0.0.1:${port}`, "--log-format", "json", ...extra];
   if (memcached) args.push("--memcached", memcached);
   const env = { ...process.env, EDGEWISED_API_SECRET: secret, NO_COLOR: "1" };
   let child;
@@ -78,6 +79,7 @@ export async function startDaemon({ secret, memcached, timeoutMs = 200 } = {}) {
   await launch();
   return {
     url: `http://127.0.0.1:${port}`,
+    signal: (name) => child.kill(name),
     kill: () => stop(child),
     restart: async () => { await stop(child); await launch(); },
     close: () => stop(child),

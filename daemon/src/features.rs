@@ -1,0 +1,310 @@
+//! The feature store the daemon publishes: local processes map it and read features in
+//! nanoseconds (`edgewise::FeatureReader`); the daemon is its one writer.
+//!
+//! Changes arrive as snapshot files in the ingest directory or as `PUT /v1/features` batches.
+//! Each accepted change is applied to the daemon's in-memory snapshot and published as a new
+//! version; a change that does not validate is refused whole and the last good version keeps
+//! serving. The daemon reads its own store (through a small pool of readers) to answer
+//! `GET /v1/features/{table}/{key}` and the memcached-protocol socket.
+
+mod change;
+mod ingest;
+mod memcache;
+
+use std::{
+    path::PathBuf,
+    sync::{Arc, Mutex, PoisonError},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use anyhow::Context;
+use edgewise::{FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, WriterOptions};
+
+pub use change::{Change, ChangeError, Delete, Upsert};
+
+use crate::{
+    FeaturesConfig,
+    metrics::{Counter, Exposition, Gauge, Histogram},
+};
+
+/// The daemon's feature store.
+#[derive(Debug)]
+pub struct Features {
+    dir: PathBuf,
+    publisher: Mutex<Publisher>,
+    readers: Mutex<Vec<FeatureReader>>,
+    metrics: Metrics,
+}
+
+#[derive(Debug)]
+struct Publisher {
+    writer: FeatureWriter,
+    snapshot: FeatureSnapshot,
+}
+
+#[derive(Debug, Default)]
+struct Metrics {
+    publish: Histogram,
+    published: Counter,
+    refused: Counter,
+    failed: Counter,
+    version: Gauge,
+    keys: Gauge,
+    bytes: Gauge,
+    ingested: Counter,
+    rejected_files: Counter,
+}
+
+/// What a publish did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct Published {
+    /// The new version.
+    pub version: u64,
+    /// Rows across all tables.
+    pub keys: usize,
+    /// Size of the archive.
+    pub bytes: usize,
+}
+
+/// Why a change was not published.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The change itself is wrong (the client's fault).
+    #[error(transparent)]
+    Invalid(#[from] ChangeError),
+    /// The store could not publish it (the daemon's problem).
+    #[error("publishing: {0}")]
+    Store(#[from] edgewise::StoreError),
+}
+
+impl Features {
+    /// Opens (or creates) the store and starts ingest and the socket if configured. A store
+    /// left by an earlier run (or a crashed one) is resumed: its last good version is where
+    /// changes continue from. Call from within the runtime.
+    pub fn start(config: &FeaturesConfig) -> anyhow::Result<Option<Arc<Features>>> {
+        let Some(dir) = &config.dir else {
+            return Ok(None);
+        };
+        let options =
+            WriterOptions::default().with_grace(Duration::from_millis(config.reader_grace_ms));
+        let mut writer = FeatureWriter::open(dir, options)
+            .with_context(|| format!("opening the feature store {}", dir.display()))?;
+        let snapshot = match resume(dir)? {
+            Some(snapshot) => snapshot,
+            // A new store gets an empty first version, so readers can open it at once.
+            None => {
+                let empty = FeatureSnapshot {
+                    version: 1,
+                    created_unix_ms: unix_ms(),
+                    tables: Vec::new(),
+                };
+                writer
+                    .publish(&empty)
+                    .context("publishing the first, empty, version")?;
+                empty
+            }
+        };
+        let features = Arc::new(Features {
+            dir: dir.clone(),
+            publisher: Mutex::new(Publisher { writer, snapshot }),
+            readers: Mutex::new(Vec::new()),
+            metrics: Metrics::default(),
+        });
+        features
+            .metrics
+            .observe_snapshot(&lock(&features.publisher).snapshot);
+        if let Some(ingest_dir) = &config.ingest_dir {
+            ingest::spawn(Arc::clone(&features), ingest_dir, config.ingest_interval())?;
+        }
+        if let Some(socket) = &config.socket {
+            memcache::serve(socket, Arc::clone(&features) as Arc<dyn memcache::Lookup>)
+                .with_context(|| format!("binding the feature socket {}", socket.display()))?;
+        }
+        Ok(Some(features))
+    }
+
+    /// Applies `change` and publishes the result, off the async threads: serializing a large
+    /// snapshot and waiting out slow readers take milliseconds.
+    pub async fn apply(self: &Arc<Self>, change: Change) -> Result<Published, PublishError> {
+        let features = Arc::clone(self);
+        tokio::task::spawn_blocking(move || features.apply_now(change))
+            .await
+            .unwrap_or_else(|join| std::panic::resume_unwind(join.into_panic()))
+    }
+
+    /// [`Features::apply`] on the calling thread. Changes are serialized: each one is
+    /// published as its own version.
+    ///
+    /// The change is applied in place once it validated (copying a large snapshot per change
+    /// would cost more than publishing it). If the store then fails, readers keep the last good
+    /// version and the change stays in memory, published with the next one; the caller gets
+    /// the error and may resend (every change is idempotent).
+    pub fn apply_now(&self, change: Change) -> Result<Published, PublishError> {
+        let started = Instant::now();
+        let mut publisher = lock(&self.publisher);
+        if let Err(error) = change.apply(&mut publisher.snapshot) {
+            self.metrics.refused.inc();
+            return Err(error.into());
+        }
+        let Publisher { writer, snapshot } = &mut *publisher;
+        snapshot.version = writer.version() + 1;
+        snapshot.created_unix_ms = unix_ms();
+        let report = writer
+            .publish(snapshot)
+            .inspect_err(|_| self.metrics.failed.inc())?;
+        self.metrics.observe_snapshot(snapshot);
+        self.metrics.publish.observe(started.elapsed());
+        self.metrics.published.inc();
+        self.metrics
+            .bytes
+            .set(i64::try_from(report.bytes).unwrap_or(i64::MAX));
+        Ok(Published {
+            version: report.version,
+            keys: keys(snapshot),
+            bytes: usize::try_from(report.bytes).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// The features of `key` in `table`, read from the published store.
+    pub fn get(
+        &self,
+        table: &str,
+        key: u64,
+    ) -> Result<Option<(u64, Vec<f32>)>, edgewise::StoreError> {
+        self.with_reader(|reader| {
+            let guard = reader.read()?;
+            let found = guard
+                .table(table)
+                .and_then(|t| t.get(key).map(<[f32]>::to_vec));
+            Ok(found.map(|values| (guard.version(), values)))
+        })
+    }
+
+    /// Runs `f` with a reader from the pool (opening one if all are busy).
+    fn with_reader<T>(
+        &self,
+        f: impl FnOnce(&mut FeatureReader) -> Result<T, edgewise::StoreError>,
+    ) -> Result<T, edgewise::StoreError> {
+        let pooled = lock(&self.readers).pop();
+        let mut reader = match pooled {
+            Some(reader) => reader,
+            None => FeatureReader::open(&self.dir)?,
+        };
+        let outcome = f(&mut reader);
+        lock(&self.readers).push(reader);
+        outcome
+    }
+
+    /// Appends the `edgewise_features_*` families.
+    pub fn render(&self, page: &mut Exposition) {
+        let m = &self.metrics;
+        page.gauge(
+            "edgewise_features_version",
+            "Version of the published feature snapshot.",
+            m.version.get(),
+        );
+        page.gauge(
+            "edgewise_features_keys",
+            "Rows across all tables of the published snapshot.",
+            m.keys.get(),
+        );
+        page.gauge(
+            "edgewise_features_bytes",
+            "Size of the published archive in bytes.",
+            m.bytes.get(),
+        );
+        page.counter(
+            "edgewise_features_publishes_total",
+            "Snapshots published.",
+            m.published.get(),
+        );
+        page.counter(
+            "edgewise_features_refused_total",
+            "Well-formed changes refused by validation (nothing published).",
+            m.refused.get(),
+        );
+        page.counter(
+            "edgewise_features_publish_errors_total",
+            "Publishes the store failed (the previous version kept serving).",
+            m.failed.get(),
+        );
+        page.counter(
+            "edgewise_features_ingested_files_total",
+            "Snapshot files ingested.",
+            m.ingested.get(),
+        );
+        page.counter(
+            "edgewise_features_rejected_files_total",
+            "Snapshot files rejected (moved to rejected/ with the reason).",
+            m.rejected_files.get(),
+        );
+        page.family(
+            "edgewise_features_publish_seconds",
+            "histogram",
+            "Time to apply and publish one change.",
+        );
+        page.histogram("edgewise_features_publish_seconds", &[], &m.publish);
+    }
+}
+
+impl memcache::Lookup for Features {
+    fn lookup(&self, table: &str, key: u64, out: &mut Vec<u8>) -> bool {
+        let found = self.with_reader(|reader| {
+            let guard = reader.read()?;
+            let Some(values) = guard.table(table).and_then(|t| t.get(key)) else {
+                return Ok(false);
+            };
+            out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+            Ok(true)
+        });
+        found.unwrap_or_else(|error| {
+            tracing::warn!(%error, "feature lookup failed");
+            false
+        })
+    }
+}
+
+impl Metrics {
+    fn observe_snapshot(&self, snapshot: &FeatureSnapshot) {
+        self.version.set(snapshot.version as i64);
+        self.keys.set(keys(snapshot) as i64);
+    }
+}
+
+/// The last published snapshot, or `None` for a store nothing was published into yet.
+fn resume(dir: &std::path::Path) -> anyhow::Result<Option<FeatureSnapshot>> {
+    let context = "reading the last published features";
+    let mut reader = FeatureReader::open(dir).context(context)?;
+    let guard = match reader.read() {
+        Ok(guard) => guard,
+        Err(edgewise::StoreError::NothingPublished(_)) => return Ok(None),
+        Err(error) => return Err(error).context(context),
+    };
+    let tables = guard.tables().map(|(name, rows)| FeatureTable {
+        name: name.to_owned(),
+        rows: rows
+            .iter()
+            .map(|(key, values)| (key, values.to_vec()))
+            .collect(),
+    });
+    Ok(Some(FeatureSnapshot {
+        version: guard.version(),
+        created_unix_ms: guard.created_unix_ms(),
+        tables: tables.collect(),
+    }))
+}
+
+fn keys(snapshot: &FeatureSnapshot) -> usize {
+    snapshot.tables.iter().map(|t| t.rows.len()).sum()
+}
+
+fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

@@ -1,0 +1,158 @@
+//! The "before" path of the bliss article: feature lookups over a Unix socket in the memcached
+//! text protocol, for consumers that cannot map the store and for side-by-side comparison.
+//!
+//! `get <table>:<key> [<table>:<key> ...]` answers `VALUE <table>:<key> 0 <bytes>` with the
+//! features as little-endian `f32`s for each hit, then `END`; misses are left out, as memcached
+//! does. `version` and `quit` work; anything else is `ERROR` (or `CLIENT_ERROR <reason>`).
+
+use std::{io, path::Path, sync::Arc};
+
+use tokio::{
+    io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader},
+    net::{UnixListener, UnixStream},
+};
+
+/// Longest command line accepted; memcached's own key limit is 250 bytes per key.
+const MAX_LINE: usize = 8 * 1024;
+
+/// Where lookups are answered from.
+pub trait Lookup: Send + Sync + 'static {
+    /// Appends the features of `key` in `table` to `out` as little-endian `f32`s; false on a miss.
+    fn lookup(&self, table: &str, key: u64, out: &mut Vec<u8>) -> bool;
+}
+
+/// Binds `path` (replacing a stale socket file) and serves until the runtime stops.
+pub fn serve(path: &Path, lookup: Arc<dyn Lookup>) -> io::Result<()> {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let listener = UnixListener::bind(path)?;
+    tokio::spawn(async move {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    tokio::spawn(connection(stream, Arc::clone(&lookup)));
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "feature socket accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+async fn connection(stream: UnixStream, lookup: Arc<dyn Lookup>) {
+    let (read, mut write) = stream.into_split();
+    let mut read = BufReader::new(read);
+    let mut line = String::new();
+    let mut out = Vec::with_capacity(4096);
+    loop {
+        line.clear();
+        let n = match AsyncReadExt::take(&mut read, MAX_LINE as u64 + 1)
+            .read_line(&mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        out.clear();
+        let keep_open = if n > MAX_LINE || !line.ends_with('\n') {
+            out.extend_from_slice(b"CLIENT_ERROR line too long\r\n");
+            false
+        } else {
+            answer(line.trim_end(), &*lookup, &mut out)
+        };
+        // One write per reply: small replies split over several writes stall on Nagle/delayed ACK.
+        if write.write_all(&out).await.is_err() || !keep_open {
+            return;
+        }
+    }
+}
+
+/// Appends the reply to one command line; false when the connection should close.
+fn answer(line: &str, lookup: &dyn Lookup, out: &mut Vec<u8>) -> bool {
+    let mut words = line.split_ascii_whitespace();
+    match words.next() {
+        Some("get" | "gets") => {
+            for key in words {
+                value(key, lookup, out);
+            }
+            out.extend_from_slice(b"END\r\n");
+        }
+        Some("version") => {
+            out.extend_from_slice(
+                concat!("VERSION edgewised-", env!("CARGO_PKG_VERSION"), "\r\n").as_bytes(),
+            );
+        }
+        Some("quit") => return false,
+        _ => out.extend_from_slice(b"ERROR\r\n"),
+    }
+    true
+}
+
+fn value(key: &str, lookup: &dyn Lookup, out: &mut Vec<u8>) {
+    let Some((table, id)) = key
+        .split_once(':')
+        .and_then(|(t, k)| Some((t, k.parse().ok()?)))
+    else {
+        return;
+    };
+    let header_at = out.len();
+    out.extend_from_slice(b"VALUE ");
+    out.extend_from_slice(key.as_bytes());
+    out.extend_from_slice(b" 0 ");
+    let length_at = out.len();
+    if !lookup.lookup(table, id, out) {
+        out.truncate(header_at);
+        return;
+    }
+    // The header needs the length, known only after the lookup wrote the value.
+    let data = out.split_off(length_at);
+    out.extend_from_slice(format!("{}\r\n", data.len()).as_bytes());
+    out.extend_from_slice(&data);
+    out.extend_from_slice(b"\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    struct One;
+    impl Lookup for One {
+        fn lookup(&self, table: &str, key: u64, out: &mut Vec<u8>) -> bool {
+            if table != "t" || key != 7 {
+                return false;
+            }
+            for v in [1.0f32, -0.5] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            true
+        }
+    }
+
+    fn reply(line: &str) -> (Vec<u8>, bool) {
+        let mut out = Vec::new();
+        let open = answer(line, &One, &mut out);
+        (out, open)
+    }
+
+    #[test]
+    fn hits_misses_and_other_commands() {
+        let mut expected = b"VALUE t:7 0 8\r\n".to_vec();
+        expected.extend_from_slice(&1.0f32.to_le_bytes());
+        expected.extend_from_slice(&(-0.5f32).to_le_bytes());
+        expected.extend_from_slice(b"\r\nEND\r\n");
+        assert_eq!(reply("get t:7"), (expected.clone(), true));
+        assert_eq!(reply("get t:8 u:7 t:x nocolon t:7"), (expected, true));
+        assert_eq!(reply("get t:8"), (b"END\r\n".to_vec(), true));
+        assert_eq!(reply("set t:7 0 0 1"), (b"ERROR\r\n".to_vec(), true));
+        assert_eq!(reply(""), (b"ERROR\r\n".to_vec(), true));
+        assert!(reply("version").0.starts_with(b"VERSION edgewised-"));
+        assert!(!reply("quit").1);
+    }
+}

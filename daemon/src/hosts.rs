@@ -1,0 +1,220 @@
+//! The host table served to workers at `GET /v1/hosts`.
+//!
+//! It comes from a TOML file (see `daemon/dist/hosts.example.toml`), is reloaded on SIGHUP and
+//! when the file changes, and is published as the shared rkyv encoding with an ETag so workers
+//! revalidate cheaply. A file that does not parse or validate is rejected with its reason
+//! logged and counted; the last good table keeps serving.
+
+mod watch;
+
+use std::{
+    path::{Path, PathBuf},
+    sync::{Arc, RwLock},
+};
+
+use anyhow::Context;
+use axum::body::Bytes;
+use edgewise::HostTable;
+use sha2::{Digest, Sha256};
+
+use crate::{
+    HostsConfig,
+    metrics::{Counter, Exposition},
+};
+
+/// One published table: what `GET /v1/hosts` answers.
+#[derive(Debug)]
+pub struct Published {
+    /// The table, version filled in.
+    pub table: HostTable,
+    /// Its wire encoding.
+    pub bytes: Bytes,
+    /// Strong ETag of `bytes`, quoted.
+    pub etag: String,
+    /// SHA-256 of the table encoded with version 0: what changed, whatever the version says.
+    fingerprint: [u8; 32],
+}
+
+/// The current host table and its reload machinery.
+#[derive(Debug)]
+pub struct HostTables {
+    path: Option<PathBuf>,
+    current: RwLock<Option<Arc<Published>>>,
+    reloads: Counter,
+    errors: Counter,
+}
+
+/// What a reload did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reload {
+    /// The file's table equals the published one.
+    Unchanged,
+    /// A new table is being served.
+    Updated {
+        /// Its version.
+        version: u64,
+    },
+}
+
+impl HostTables {
+    /// Loads the configured file; at start-up a bad table is an error, not a warning.
+    pub fn load(config: &HostsConfig) -> anyhow::Result<HostTables> {
+        let tables = HostTables {
+            path: config.file.clone(),
+            ..HostTables::none()
+        };
+        if tables.path.is_some() {
+            tables.reload()?;
+        }
+        Ok(tables)
+    }
+
+    /// No table: `GET /v1/hosts` answers 404.
+    pub fn none() -> HostTables {
+        HostTables {
+            path: None,
+            current: RwLock::new(None),
+            reloads: Counter::default(),
+            errors: Counter::default(),
+        }
+    }
+
+    /// The table being served, if one is configured.
+    pub fn current(&self) -> Option<Arc<Published>> {
+        self.current
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Reads the file again and publishes it if it changed. On error the old table stays.
+    pub fn reload(&self) -> anyhow::Result<Reload> {
+        let Some(path) = &self.path else {
+            return Ok(Reload::Unchanged);
+        };
+        let outcome = read_table(path).and_then(|table| self.publish(table));
+        match &outcome {
+            Ok(Reload::Updated { .. }) => self.reloads.inc(),
+            Ok(Reload::Unchanged) => {}
+            Err(_) => self.errors.inc(),
+        }
+        outcome.with_context(|| format!("host table {}", path.display()))
+    }
+
+    /// Serves `table` unless it equals the current one. A table that names its version must
+    /// not reuse the current version for different content: workers rebuild only when the
+    /// version moves, so they would keep routing by the old table.
+    fn publish(&self, table: HostTable) -> anyhow::Result<Reload> {
+        let current = self.current();
+        let fingerprint = fingerprint(&table)?;
+        if current
+            .as_ref()
+            .is_some_and(|c| c.fingerprint == fingerprint)
+        {
+            return Ok(Reload::Unchanged);
+        }
+        if let Some(current) = &current
+            && table.version != 0
+            && table.version == current.table.version
+        {
+            anyhow::bail!(
+                "the table changed but its version is still {}; raise `version` (or omit it and \
+                 the daemon derives one from the content)",
+                table.version
+            );
+        }
+        let published = Arc::new(Published::new(table, fingerprint)?);
+        let version = published.table.version;
+        *self
+            .current
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(published);
+        Ok(Reload::Updated { version })
+    }
+
+    /// Reloads on SIGHUP and, if configured, when the file changes. Call from the runtime.
+    pub fn watch(self: &Arc<Self>, config: &HostsConfig) -> anyhow::Result<()> {
+        watch::spawn(Arc::clone(self), config)
+    }
+
+    /// Appends the `edgewise_hosts_*` families.
+    pub fn render(&self, page: &mut Exposition) {
+        let current = self.current();
+        let (version, hosts) = current
+            .as_ref()
+            .map_or((0, 0), |c| (c.table.version, c.table.hosts.len()));
+        page.gauge(
+            "edgewise_hosts_version",
+            "Version of the host table being served (0: none).",
+            version,
+        );
+        page.gauge(
+            "edgewise_hosts_hosts",
+            "Hosts in the table being served.",
+            hosts,
+        );
+        page.counter(
+            "edgewise_hosts_reloads_total",
+            "Host table reloads that published a new table.",
+            self.reloads.get(),
+        );
+        page.counter(
+            "edgewise_hosts_reload_errors_total",
+            "Host table reloads rejected (the previous table kept serving).",
+            self.errors.get(),
+        );
+    }
+}
+
+impl Published {
+    fn new(mut table: HostTable, fingerprint: [u8; 32]) -> anyhow::Result<Published> {
+        if table.version == 0 {
+            table.version = derived_version(&fingerprint);
+        }
+        let bytes = table.encode()?;
+        let etag = format!("\"{}\"", hex(&Sha256::digest(&bytes)[..16]));
+        Ok(Published {
+            table,
+            bytes: Bytes::from(bytes),
+            etag,
+            fingerprint,
+        })
+    }
+}
+
+/// Parses and validates the file.
+fn read_table(path: &Path) -> anyhow::Result<HostTable> {
+    let text = std::fs::read_to_string(path).context("reading")?;
+    let table: HostTable = toml::from_str(&text).context("parsing")?;
+    table.validate().context("validating")?;
+    // An empty file is far more often a truncated write than a wish to route nowhere.
+    anyhow::ensure!(
+        !table.hosts.is_empty(),
+        "validating: the table lists no hosts"
+    );
+    Ok(table)
+}
+
+fn fingerprint(table: &HostTable) -> anyhow::Result<[u8; 32]> {
+    let mut unversioned = table.clone();
+    unversioned.version = 0;
+    Ok(Sha256::digest(unversioned.encode()?).into())
+}
+
+/// A version for a table that names none: its content hash, never 0 (which means "none").
+fn derived_version(fingerprint: &[u8; 32]) -> u64 {
+    let mut word = [0; 8];
+    word.copy_from_slice(&fingerprint[..8]);
+    u64::from_be_bytes(word).max(1)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    use std::fmt::Write;
+    bytes.iter().fold(String::new(), |mut out, b| {
+        let _ = write!(out, "{b:02x}");
+        out
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use super::*;
+
+const TWO_HOSTS: &str = r#"
+[subset]
+fallback_policy = "ANY_ENDPOINT"
+selectors = [{ keys = ["zone"] }]
+
+[[hosts]]
+address = "http://127.0.0.1:8081"
+labels = { zone = "a" }
+
+[[hosts]]
+address = "http://127.0.0.1:8082"
+labels = { zone = "b" }
+"#;
+
+struct TempFile(PathBuf);
+
+impl TempFile {
+    fn new(name: &str, text: &str) -> TempFile {
+        let dir = std::env::temp_dir().join(format!("edgewised-hosts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = TempFile(dir.join(name));
+        file.write(text);
+        file
+    }
+
+    fn write(&self, text: &str) {
+        std::fs::write(&self.0, text).unwrap();
+    }
+
+    fn tables(&self) -> HostTables {
+        HostTables::load(&HostsConfig {
+            file: Some(self.0.clone()),
+            watch_interval_ms: 0,
+        })
+        .unwrap()
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[test]
+fn a_table_without_version_gets_one_from_its_content() {
+    let file = TempFile::new("derived.toml", TWO_HOSTS);
+    let tables = file.tables();
+    let first = tables.current().unwrap();
+    assert_ne!(first.table.version, 0);
+    assert_eq!(first.table.hosts.len(), 2);
+    assert_eq!(HostTable::decode(&first.bytes).unwrap(), first.table);
+    // The same content from another daemon gets the same version and ETag.
+    let again = TempFile::new("derived-again.toml", TWO_HOSTS).tables();
+    assert_eq!(again.current().unwrap().table.version, first.table.version);
+    assert_eq!(again.current().unwrap().etag, first.etag);
+
+    file.write(&TWO_HOSTS.replace("8082", "8083"));
+    assert!(matches!(tables.reload().unwrap(), Reload::Updated { .. }));
+    let second = tables.current().unwrap();
+    assert_ne!(second.table.version, first.table.version);
+    assert_ne!(second.etag, first.etag);
+}
+
+#[test]
+fn unchanged_content_is_not_republished() {
+    let file = TempFile::new("unchanged.toml", TWO_HOSTS);
+    let tables = file.tables();
+    let before = tables.current().unwrap();
+    // Reformatting is not a change.
+    file.write(&TWO_HOSTS.replace("\n\n", "\n# a comment\n\n"));
+    assert_eq!(tables.reload().unwrap(), Reload::Unchanged);
+    assert!(Arc::ptr_eq(&before, &tables.current().unwrap()));
+}
+
+#[test]
+fn an_explicit_version_must_move_with_the_content() {
+    let file = TempFile::new("explicit.toml", &format!("version = 7\n{TWO_HOSTS}"));
+    let tables = file.tables();
+    assert_eq!(tables.current().unwrap().table.version, 7);
+    file.write(&format!(
+        "version = 7\n{}",
+        TWO_HOSTS.replace("8082", "8084")
+    ));
+    let error = format!("{:#}", tables.reload().unwrap_err());
+    assert!(error.contains("version is still 7"), "{error}");
+    assert_eq!(
+        tables.current().unwrap().table.hosts[1].address,
+        "http://127.0.0.1:8082"
+    );
+    file.write(&format!(
+        "version = 8\n{}",
+        TWO_HOSTS.replace("8082", "8084")
+    ));
+    assert_eq!(tables.reload().unwrap(), Reload::Updated { version: 8 });
+}
+
+#[test]
+fn a_bad_file_keeps_the_last_good_table() {
+    let file = TempFile::new("bad.toml", TWO_HOSTS);
+    let tables = file.tables();
+    let good = tables.current().unwrap();
+    for (text, reason) in [
+        ("[[hosts]]\naddress = ", "parsing"),
+        ("[[hosts]]\nadress = \"http://x\"", "parsing"),
+        (&TWO_HOSTS.replace("8082", "8081"), "validating"),
+        ("", "validating"),
+    ] {
+        file.write(text);
+        let error = format!("{:#}", tables.reload().unwrap_err());
+        assert!(error.contains(reason), "{text:?}: {error}");
+        assert!(error.contains("bad.toml"), "{error}");
+        assert!(Arc::ptr_eq(&good, &tables.current().unwrap()));
+    }
+    std::fs::remove_file(&file.0).unwrap();
+    assert!(format!("{:#}", tables.reload().unwrap_err()).contains("reading"));
+    let mut page = Exposition::default();
+    tables.render(&mut page);
+    let page = page.finish();
+    assert!(
+        page.contains("edgewise_hosts_reload_errors_total 5"),
+        "{page}"
+    );
+    assert!(page.contains("edgewise_hosts_hosts 2"), "{page}");
+}
+
+#[test]
+fn a_bad_file_at_start_is_an_error_and_no_file_is_no_table() {
+    let file = TempFile::new("bad-start.toml", "[[hosts]]");
+    let config = HostsConfig {
+        file: Some(file.0.clone()),
+        watch_interval_ms: 0,
+    };
+    assert!(HostTables::load(&config).is_err());
+    let none = HostTables::load(&HostsConfig::default()).unwrap();
+    assert!(none.current().is_none());
+    assert_eq!(none.reload().unwrap(), Reload::Unchanged);
+}
+
+#[test]
+fn the_example_table_is_valid() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("dist/hosts.example.toml");
+    let tables = HostTables::load(&HostsConfig {
+        file: Some(path),
+        watch_interval_ms: 0,
+    })
+    .unwrap();
+    let table = &tables.current().unwrap().table;
+    assert_eq!(table.hosts.len(), 4);
+    assert_eq!(table.subset.selectors.len(), 2);
+}

@@ -1,0 +1,70 @@
+//! Reload triggers: SIGHUP (what operators and config managers send) and a cheap poll of the
+//! file's size and modification time (editors and deploy tools that do not signal).
+
+use std::{
+    fs::Metadata,
+    path::Path,
+    sync::Arc,
+    time::{Duration, SystemTime},
+};
+
+use anyhow::Context;
+use tokio::signal::unix::{SignalKind, signal};
+
+use super::{HostTables, Reload};
+use crate::HostsConfig;
+
+/// Starts the reload task. The SIGHUP handler is installed before returning, so a SIGHUP sent
+/// once the daemon says it is listening reloads instead of killing it (the default action).
+pub(super) fn spawn(tables: Arc<HostTables>, config: &HostsConfig) -> anyhow::Result<()> {
+    let Some(path) = tables.path.clone() else {
+        return Ok(());
+    };
+    let mut hangup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
+    let interval = config.watch_interval();
+    tokio::spawn(async move {
+        let mut seen = stamp(&path);
+        loop {
+            tokio::select! {
+                Some(()) = hangup.recv() => {
+                    tracing::info!(path = %path.display(), "SIGHUP: reloading the host table");
+                }
+                () = tick(interval) => {
+                    let now = stamp(&path);
+                    if now == seen {
+                        continue;
+                    }
+                    seen = now;
+                }
+            }
+            report(tables.reload());
+        }
+    });
+    Ok(())
+}
+
+fn report(outcome: anyhow::Result<Reload>) {
+    match outcome {
+        Ok(Reload::Updated { version }) => tracing::info!(version, "host table published"),
+        Ok(Reload::Unchanged) => tracing::debug!("host table unchanged"),
+        Err(error) => {
+            tracing::error!(
+                error = format!("{error:#}"),
+                "host table rejected, the previous one keeps serving"
+            );
+        }
+    }
+}
+
+async fn tick(interval: Option<Duration>) {
+    match interval {
+        Some(interval) => tokio::time::sleep(interval).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// What tells a changed file apart cheaply; a missing file is a state of its own.
+fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
+    let meta: Metadata = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}

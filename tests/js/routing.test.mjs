@@ -1,0 +1,233 @@
+// Subset routing end to end: the built worker in Miniflare routes by request metadata over real
+// local origins, from a host table in its vars or fetched from the real edgewised; a dead origin
+// is retried on another host of its subset; a malformed table keeps the old routing.
+
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { mkdtempSync, writeFileSync, renameSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { startOrigin } from "./support/origin.mjs";
+import { startWorker } from "./support/worker.mjs";
+import { startDaemon, freePort } from "./support/services.mjs";
+
+const SECRET = "routing-secret-0123456789abcdef";
+const ATTRIBUTES = "zone=header:x-edgewise-zone, stage=query:stage";
+const origins = {};
+let deadUrl;
+const open = [];
+
+before(async () => {
+  for (const label of ["a1", "a2", "b1", "c1", "beta"]) {
+    origins[label] = await startOrigin({ label });
+  }
+  // Nothing listens here: connections are refused.
+  deadUrl = `http://127.0.0.1:${await freePort()}`;
+});
+
+after(async () => {
+  for (const closer of open.reverse()) await closer();
+  for (const origin of Object.values(origins)) await origin.close();
+});
+
+function hosts() {
+  const host = (label, labels) => ({ address: origins[label].url, labels });
+  return [
+    host("a1", { zone: "a", stage: "prod" }),
+    host("a2", { zone: "a", stage: "prod" }),
+    host("b1", { zone: "b", stage: "prod" }),
+    host("beta", { zone: "a", stage: "beta" }),
+    { address: deadUrl, labels: { zone: "c", stage: "prod" } },
+    host("c1", { zone: "c", stage: "prod" }),
+  ];
+}
+
+function table(subset = {}) {
+  return {
+    version: 1,
+    hosts: hosts(),
+    subset: {
+      fallback_policy: "ANY_ENDPOINT",
+      selectors: [{ keys: ["zone"] }, { keys: ["zone", "stage"] }],
+      ...subset,
+    },
+  };
+}
+
+async function worker(bindings) {
+  const mf = await startWorker({ ROUTE_ATTRIBUTES: ATTRIBUTES, ...bindings });
+  open.push(() => mf.dispose());
+  return mf;
+}
+
+// The labels of the origins that answered `n` requests.
+async function labels(mf, n, { path = "/echo", headers = {}, init = {} } = {}) {
+  const seen = [];
+  for (let i = 0; i < n; i++) {
+    const res = await mf.dispatchFetch(`http://edge.test${path}`, { headers, ...init });
+    seen.push(res.status === 200 ? res.headers.get("x-origin-label") : res.status);
+    await res.arrayBuffer();
+  }
+  return seen;
+}
+
+const only = (seen) => [...new Set(seen)].sort();
+
+test("a static table routes each request by its metadata", async () => {
+  const mf = await worker({ HOST_TABLE: JSON.stringify(table()) });
+  assert.deepEqual(only(await labels(mf, 8, { headers: { "x-edgewise-zone": "b" } })), ["b1"]);
+  // Zone a without a stage: the zone selector's subset, all three hosts of zone a.
+  assert.deepEqual(only(await labels(mf, 12, { headers: { "x-edgewise-zone": "a" } })), ["a1", "a2", "beta"]);
+  // Zone and stage from the query: the (zone, stage) subset.
+  const beta = await labels(mf, 6, { path: "/echo?stage=beta", headers: { "x-edgewise-zone": "a" } });
+  assert.deepEqual(only(beta), ["beta"]);
+  const prod = await labels(mf, 8, { path: "/echo?x=1&stage=prod", headers: { "x-edgewise-zone": "a" } });
+  assert.deepEqual(only(prod), ["a1", "a2"]);
+  // No metadata, or a zone nobody has: ANY_ENDPOINT.
+  assert.equal((await labels(mf, 4)).every((l) => typeof l === "string"), true);
+  assert.equal((await labels(mf, 4, { headers: { "x-edgewise-zone": "zz" } })).every((l) => typeof l === "string"), true);
+});
+
+test("path segments route too", async () => {
+  const byService = table({ selectors: [{ keys: ["service"] }], fallback_policy: "NO_FALLBACK" });
+  byService.hosts[0].labels.service = "api";
+  byService.hosts[2].labels.service = "static";
+  const mf = await worker({ HOST_TABLE: JSON.stringify(byService), ROUTE_ATTRIBUTES: "service=path:1" });
+  assert.deepEqual(only(await labels(mf, 4, { path: "/api/v1/users" })), ["a1"]);
+  assert.deepEqual(only(await labels(mf, 4, { path: "/static/app.js" })), ["b1"]);
+  assert.deepEqual(only(await labels(mf, 2, { path: "/other" })), [503]);
+});
+
+test("a dead origin is skipped: the request is retried on another host of its subset", async () => {
+  const mf = await worker({ HOST_TABLE: JSON.stringify(table({ child_policy: "ROUND_ROBIN" })) });
+  const seen = await labels(mf, 10, { headers: { "x-edgewise-zone": "c" } });
+  assert.deepEqual(only(seen), ["c1"], `every request answered by c1: ${seen}`);
+  // The retry carries the request body too.
+  const body = "a body that must survive the retry ✓";
+  for (let i = 0; i < 4; i++) {
+    const res = await mf.dispatchFetch("http://edge.test/echo", {
+      method: "POST",
+      body,
+      headers: { "x-edgewise-zone": "c" },
+    });
+    assert.equal(res.status, 200);
+    assert.equal((await res.json()).body, body);
+  }
+});
+
+test("NO_FALLBACK refuses metadata no subset matches; a retry needs another host", async () => {
+  const subset = { fallback_policy: "NO_FALLBACK" };
+  const mf = await worker({ HOST_TABLE: JSON.stringify(table(subset)) });
+  assert.deepEqual(only(await labels(mf, 3, { headers: { "x-edgewise-zone": "zz" } })), [503]);
+  assert.deepEqual(only(await labels(mf, 3, { headers: { "x-edgewise-zone": "b" } })), ["b1"]);
+
+  // A subset whose only host is dead: 502, nothing to retry on.
+  const lonely = table(subset);
+  lonely.hosts = lonely.hosts.filter((h) => h.labels.zone !== "c" || h.address === deadUrl);
+  const mf2 = await worker({ HOST_TABLE: JSON.stringify(lonely) });
+  assert.deepEqual(only(await labels(mf2, 2, { headers: { "x-edgewise-zone": "c" } })), [502]);
+});
+
+test("a malformed static table or attribute list makes the worker refuse to start routing", async () => {
+  for (const bindings of [
+    { HOST_TABLE: "{not json" },
+    { HOST_TABLE: JSON.stringify({ version: 1, hosts: [{ address: "x", labels: {} }] }) },
+    { HOST_TABLE: JSON.stringify(table()), ROUTE_ATTRIBUTES: "zone=cookie:z" },
+  ]) {
+    const mf = await worker(bindings);
+    const res = await mf.dispatchFetch("http://edge.test/echo");
+    assert.equal(res.status, 500, JSON.stringify(bindings));
+    assert.equal(await res.text(), "edgewise: worker misconfigured");
+  }
+});
+
+// --- the daemon's table -------------------------------------------------------------------
+
+function tomlTable(bOrigin) {
+  const lines = [
+    "[subset]",
+    'fallback_policy = "ANY_ENDPOINT"',
+    'selectors = [{ keys = ["zone"] }]',
+  ];
+  for (const [label, zone] of [["a1", "a"], ["a2", "a"], [bOrigin, "b"]]) {
+    lines.push("[[hosts]]", `address = "${origins[label].url}"`, `labels = { zone = "${zone}" }`);
+  }
+  return lines.join("\n") + "\n";
+}
+
+// Serves the daemon's /v1/hosts as is, or, once `corrupt` is set, a damaged body with a new ETag.
+async function faultProxy(daemonUrl) {
+  const state = { corrupt: false };
+  const server = createServer(async (req, res) => {
+    const headers = { authorization: req.headers.authorization ?? "" };
+    if (req.headers["if-none-match"] && !state.corrupt) headers["if-none-match"] = req.headers["if-none-match"];
+    const upstream = await fetch(daemonUrl + req.url, { headers });
+    const body = Buffer.from(await upstream.arrayBuffer());
+    if (state.corrupt && upstream.status === 200) {
+      body[Math.floor(body.length / 2)] ^= 0xff;
+      res.writeHead(200, { etag: '"corrupt"', "content-type": "application/x-edgewise-hosts" });
+      return res.end(body.subarray(0, body.length - 3));
+    }
+    const out = { "content-type": upstream.headers.get("content-type") ?? "text/plain" };
+    if (upstream.headers.get("etag")) out.etag = upstream.headers.get("etag");
+    res.writeHead(upstream.status, out);
+    res.end(body);
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  open.push(() => new Promise((done) => server.close(done)));
+  state.url = `http://127.0.0.1:${server.address().port}`;
+  return state;
+}
+
+test("the daemon's table: fetched, updated at runtime, kept when malformed or unreachable", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "edgewise-routing-"));
+  open.push(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "hosts.toml");
+  const write = (text) => {
+    writeFileSync(file + ".tmp", text);
+    renameSync(file + ".tmp", file);
+  };
+  write(tomlTable("b1"));
+  const config = path.join(dir, "edgewised.toml");
+  writeFileSync(config, `[hosts]\nfile = ${JSON.stringify(file)}\nwatch_interval_ms = 30\n`);
+  const daemon = await startDaemon({ secret: SECRET, args: ["--config", config] });
+  open.push(() => daemon.close());
+  const proxy = await faultProxy(daemon.url);
+  const mf = await worker({
+    HOST_TABLE: "daemon",
+    HOST_TABLE_REFRESH_MS: "0",
+    DAEMON_URL: proxy.url,
+    DAEMON_SECRET: SECRET,
+    DAEMON_TIMEOUT_MS: "500",
+  });
+  const zoneB = { headers: { "x-edgewise-zone": "b" } };
+  assert.deepEqual(only(await labels(mf, 4, zoneB)), ["b1"]);
+
+  // The operator moves zone b to another origin; the daemon notices, the worker follows.
+  write(tomlTable("c1"));
+  const deadline = Date.now() + 10_000;
+  while ((await labels(mf, 1, zoneB))[0] !== "c1") {
+    assert.ok(Date.now() < deadline, "the worker never routed by the new table");
+    await new Promise((r) => setTimeout(r, 30));
+  }
+  assert.deepEqual(only(await labels(mf, 4, zoneB)), ["c1"]);
+
+  // A damaged table is refused: the worker keeps routing by the one it has.
+  proxy.corrupt = true;
+  assert.deepEqual(only(await labels(mf, 4, zoneB)), ["c1"]);
+  proxy.corrupt = false;
+
+  // So does an unreachable daemon.
+  await daemon.kill();
+  assert.deepEqual(only(await labels(mf, 4, zoneB)), ["c1"]);
+
+  // A worker that never had a table cannot route: 503.
+  const fresh = await worker({
+    HOST_TABLE: "daemon",
+    DAEMON_URL: proxy.url,
+    DAEMON_SECRET: SECRET,
+    DAEMON_TIMEOUT_MS: "300",
+  });
+  assert.deepEqual(only(await labels(fresh, 2, zoneB)), [503]);
+});

@@ -1,0 +1,257 @@
+//! The feature store as `edgewised` publishes it: batches over HTTP, snapshot files in the
+//! ingest directory, lookups over HTTP and the memcached-protocol socket, and this process
+//! reading the mapped store directly, the way origin apps do.
+
+use std::{
+    io::{Read, Write},
+    os::unix::net::UnixStream,
+    path::{Path, PathBuf},
+    thread,
+    time::{Duration, Instant},
+};
+
+use edgewise::FeatureReader;
+use edgewise_tests::{Daemon, http, http_request};
+
+const SECRET: &str = "test-secret-0123456789abcdef";
+const BEARER: &str = "Bearer test-secret-0123456789abcdef";
+
+struct Setup {
+    dir: PathBuf,
+}
+
+impl Setup {
+    fn new(name: &str) -> Setup {
+        let dir =
+            std::env::temp_dir().join(format!("edgewise-features-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let config = format!(
+            "[features]\ndir = {:?}\ningest_dir = {:?}\ningest_interval_ms = 20\nsocket = {:?}\n",
+            dir.join("store"),
+            dir.join("ingest"),
+            dir.join("features.sock"),
+        );
+        std::fs::write(dir.join("edgewised.toml"), config).unwrap();
+        Setup { dir }
+    }
+
+    fn start(&self) -> Daemon {
+        let config = self.dir.join("edgewised.toml");
+        Daemon::start_with_env(
+            &["--config", config.to_str().unwrap()],
+            &[("EDGEWISED_API_SECRET", SECRET)],
+        )
+    }
+
+    fn store(&self) -> PathBuf {
+        self.dir.join("store")
+    }
+
+    /// Drops a file into the ingest directory the safe way: written hidden, then renamed.
+    fn drop_file(&self, name: &str, bytes: &[u8]) {
+        let ingest = self.dir.join("ingest");
+        let hidden = ingest.join(format!(".{name}"));
+        std::fs::write(&hidden, bytes).unwrap();
+        std::fs::rename(hidden, ingest.join(name)).unwrap();
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn put(daemon: &Daemon, body: &str) -> (u16, String) {
+    http_request(
+        daemon.addr,
+        "PUT",
+        "/v1/features",
+        &[
+            ("Authorization", BEARER),
+            ("Content-Type", "application/json"),
+        ],
+        body.as_bytes(),
+    )
+}
+
+fn get(daemon: &Daemon, table: &str, key: u64) -> (u16, String) {
+    http_request(
+        daemon.addr,
+        "GET",
+        &format!("/v1/features/{table}/{key}"),
+        &[("Authorization", BEARER)],
+        b"",
+    )
+}
+
+/// What this process reads from the mapped store.
+fn read(store: &Path, table: &str, key: u64) -> Option<(u64, Vec<f32>)> {
+    let mut reader = FeatureReader::open(store).unwrap();
+    let guard = reader.read().unwrap();
+    let values = guard.table(table)?.get(key)?.to_vec();
+    Some((guard.version(), values))
+}
+
+fn wait_until(within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "condition not met within {within:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn batches_publish_versions_readers_in_other_processes_see() {
+    let setup = Setup::new("put");
+    let daemon = setup.start();
+    assert_eq!(put(&daemon, "{}").0, 200);
+    let unauthenticated = http(daemon.addr, "GET", "/v1/features/user/1");
+    assert_eq!(unauthenticated.0, 401);
+
+    let (status, body) = put(
+        &daemon,
+        r#"{"upserts":[{"table":"user","key":1,"values":[0.5,1.5]},{"table":"user","key":2,"values":[2,3]}]}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let published: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let version = published["version"].as_u64().unwrap();
+    assert_eq!(published["keys"], 2);
+    assert_eq!(
+        read(&setup.store(), "user", 1),
+        Some((version, vec![0.5, 1.5]))
+    );
+    let (status, row) = get(&daemon, "user", 2);
+    assert_eq!(status, 200);
+    assert_eq!(
+        row,
+        format!(r#"{{"table":"user","key":2,"version":{version},"values":[2.0,3.0]}}"#)
+    );
+    assert_eq!(get(&daemon, "user", 3).0, 404);
+    assert_eq!(get(&daemon, "nope", 1).0, 404);
+    assert_eq!(get(&daemon, "user", 0).0, 404);
+    assert_eq!(
+        http_request(
+            daemon.addr,
+            "GET",
+            "/v1/features/user/x",
+            &[("Authorization", BEARER)],
+            b""
+        )
+        .0,
+        400
+    );
+
+    // Invalid batches publish nothing.
+    for bad in [
+        r#"{"upserts":[{"table":"user","key":3,"values":[1]}]}"#,
+        r#"{"upserts":[{"table":"user","key":3,"values":[]}]}"#,
+        r#"{"upserts":[{"table":"a b","key":3,"values":[1,2]}]}"#,
+        r#"{"upserts":[{"table":"user","key":-3,"values":[1,2]}]}"#,
+        r#"{"upserts":[{"table":"user","key":3,"values":[1,2],"extra":1}]}"#,
+        "not json",
+    ] {
+        let (status, reason) = put(&daemon, bad);
+        assert_eq!(status, 400, "{bad}: {reason}");
+        assert!(reason.contains("error"), "{reason}");
+    }
+    assert_eq!(read(&setup.store(), "user", 1).unwrap().0, version);
+
+    let (status, body) = put(&daemon, r#"{"deletes":[{"table":"user","key":1}]}"#);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(read(&setup.store(), "user", 1), None);
+    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    assert!(metrics.contains("edgewise_features_keys 1"), "{metrics}");
+    assert!(
+        metrics.contains("edgewise_features_refused_total 3"),
+        "{metrics}"
+    );
+}
+
+#[test]
+fn snapshot_files_are_ingested_or_rejected_with_a_reason() {
+    let setup = Setup::new("ingest");
+    let daemon = setup.start();
+    setup.drop_file("ip.csv", b"key,f0,f1,f2\n10,1,2,3\n11,4,5,6\n");
+    wait_until(Duration::from_secs(10), || {
+        read(&setup.store(), "ip", 11).is_some()
+    });
+    assert_eq!(read(&setup.store(), "ip", 10).unwrap().1, [1.0, 2.0, 3.0]);
+    let version = read(&setup.store(), "ip", 10).unwrap().0;
+    let done = || {
+        std::fs::read_dir(setup.dir.join("ingest/done"))
+            .unwrap()
+            .count()
+    };
+    wait_until(Duration::from_secs(10), || done() == 1);
+
+    setup.drop_file("ip.csv", b"10,1,2,3\n11,4,5\n");
+    let error_file = setup.dir.join("ingest/rejected/ip.csv.error");
+    wait_until(Duration::from_secs(10), || error_file.exists());
+    let reason = std::fs::read_to_string(error_file).unwrap();
+    assert!(reason.contains("line 2"), "{reason}");
+    assert_eq!(
+        read(&setup.store(), "ip", 10).unwrap().0,
+        version,
+        "the last good version serves"
+    );
+
+    // The native archive replaces everything.
+    let mut snapshot = edgewise::FeatureSnapshot::default();
+    snapshot.table_mut("model").rows.insert(7, vec![0.25; 64]);
+    setup.drop_file("all.ewfs", &snapshot.to_archive().unwrap());
+    wait_until(Duration::from_secs(10), || {
+        read(&setup.store(), "model", 7).is_some()
+    });
+    assert_eq!(read(&setup.store(), "ip", 10), None);
+    drop(daemon);
+}
+
+#[test]
+fn the_socket_speaks_memcached_and_a_restart_resumes() {
+    let setup = Setup::new("socket");
+    let daemon = setup.start();
+    let (status, _) = put(
+        &daemon,
+        r#"{"upserts":[{"table":"user","key":42,"values":[1.0,-2.0]}]}"#,
+    );
+    assert_eq!(status, 200);
+
+    let mut socket = UnixStream::connect(setup.dir.join("features.sock")).unwrap();
+    socket
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    socket.write_all(b"get user:42 user:43\r\n").unwrap();
+    let mut expected = b"VALUE user:42 0 8\r\n".to_vec();
+    expected.extend_from_slice(&1.0f32.to_le_bytes());
+    expected.extend_from_slice(&(-2.0f32).to_le_bytes());
+    expected.extend_from_slice(b"\r\nEND\r\n");
+    let mut reply = vec![0; expected.len()];
+    socket.read_exact(&mut reply).unwrap();
+    assert_eq!(reply, expected);
+
+    let version = read(&setup.store(), "user", 42).unwrap().0;
+    drop(socket);
+    drop(daemon);
+    let daemon = setup.start();
+    assert_eq!(
+        read(&setup.store(), "user", 42).unwrap().0,
+        version,
+        "still served after the restart"
+    );
+    let (status, body) = put(
+        &daemon,
+        r#"{"upserts":[{"table":"user","key":43,"values":[3,4]}]}"#,
+    );
+    assert_eq!(status, 200, "{body}");
+    let (_, row) = get(&daemon, "user", 42);
+    assert!(
+        row.contains(r#""values":[1.0,-2.0]"#),
+        "earlier rows survive the restart: {row}"
+    );
+    assert!(read(&setup.store(), "user", 43).unwrap().0 > version);
+}

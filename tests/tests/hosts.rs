@@ -1,0 +1,208 @@
+//! `GET /v1/hosts` on the real `edgewised` binary: the table from its file, ETags, reloads on
+//! SIGHUP and on file change, and a bad file that leaves the served table alone.
+
+use std::{
+    path::PathBuf,
+    thread,
+    time::{Duration, Instant},
+};
+
+use edgewise::HostTable;
+use edgewise_tests::{Daemon, HttpResponse, http, http_exchange};
+
+const SECRET: &str = "test-secret-0123456789abcdef";
+const BEARER: &str = "Bearer test-secret-0123456789abcdef";
+
+fn table(zone_b_port: u16) -> String {
+    format!(
+        r#"
+[subset]
+fallback_policy = "ANY_ENDPOINT"
+selectors = [{{ keys = ["zone"] }}]
+
+[[hosts]]
+address = "http://127.0.0.1:8081"
+labels = {{ zone = "a" }}
+
+[[hosts]]
+address = "http://127.0.0.1:{zone_b_port}"
+weight = 3
+labels = {{ zone = "b" }}
+"#
+    )
+}
+
+/// A scratch directory with the host table and a config pointing at it.
+struct Setup {
+    dir: PathBuf,
+}
+
+impl Setup {
+    fn new(name: &str, watch_interval_ms: u64) -> Setup {
+        let dir =
+            std::env::temp_dir().join(format!("edgewise-hosts-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let setup = Setup { dir };
+        setup.write_table(&table(8082));
+        let config = format!(
+            "[hosts]\nfile = {:?}\nwatch_interval_ms = {watch_interval_ms}\n",
+            setup.table_path()
+        );
+        std::fs::write(setup.dir.join("edgewised.toml"), config).unwrap();
+        setup
+    }
+
+    fn table_path(&self) -> PathBuf {
+        self.dir.join("hosts.toml")
+    }
+
+    /// Writes through a rename, as deploy tools do, so the daemon never reads half a file.
+    fn write_table(&self, text: &str) {
+        let tmp = self.dir.join(".hosts.toml.tmp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, self.table_path()).unwrap();
+    }
+
+    fn start(&self) -> Daemon {
+        let config = self.dir.join("edgewised.toml");
+        Daemon::start_with_env(
+            &["--config", config.to_str().unwrap()],
+            &[("EDGEWISED_API_SECRET", SECRET)],
+        )
+    }
+}
+
+impl Drop for Setup {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn get(daemon: &Daemon, headers: &[(&str, &str)]) -> HttpResponse {
+    let mut all = vec![("Authorization", BEARER)];
+    all.extend_from_slice(headers);
+    http_exchange(daemon.addr, "GET", "/v1/hosts", &all, b"")
+}
+
+/// Polls until the served table's port of zone b is `port`.
+fn wait_for_port(daemon: &Daemon, port: u16, within: Duration) -> HttpResponse {
+    let deadline = Instant::now() + within;
+    loop {
+        let response = get(daemon, &[]);
+        let table = HostTable::decode(&response.body).unwrap();
+        if table.hosts[1].address.ends_with(&format!(":{port}")) {
+            return response;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "table still {:?}",
+            table.hosts[1]
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn the_table_is_served_encoded_with_an_etag() {
+    let setup = Setup::new("serve", 0);
+    let daemon = setup.start();
+    assert_eq!(http(daemon.addr, "GET", "/v1/hosts").0, 401);
+
+    let response = get(&daemon, &[]);
+    assert_eq!(response.status, 200);
+    assert_eq!(
+        response.header("content-type"),
+        Some("application/x-edgewise-hosts")
+    );
+    let table = HostTable::decode(&response.body).unwrap();
+    assert_eq!(table.hosts.len(), 2);
+    assert_eq!(table.hosts[1].weight, 3);
+    assert_eq!(
+        response.header("x-edgewise-hosts-version"),
+        Some(table.version.to_string().as_str())
+    );
+    let etag = response.header("etag").unwrap().to_owned();
+    assert!(etag.starts_with('"') && etag.len() > 10, "{etag}");
+
+    let revalidated = get(&daemon, &[("If-None-Match", &etag)]);
+    assert_eq!(revalidated.status, 304);
+    assert!(revalidated.body.is_empty());
+    assert_eq!(revalidated.header("etag"), Some(etag.as_str()));
+    assert_eq!(get(&daemon, &[("If-None-Match", "\"other\"")]).status, 200);
+
+    let json = get(&daemon, &[("Accept", "application/json")]);
+    assert_eq!(json.status, 200);
+    let from_json: HostTable = serde_json::from_slice(&json.body).unwrap();
+    assert_eq!(from_json, table);
+}
+
+#[test]
+fn sighup_reloads_and_a_bad_file_keeps_the_last_good_table() {
+    let setup = Setup::new("sighup", 0);
+    let mut daemon = setup.start();
+    let first = get(&daemon, &[]);
+
+    setup.write_table(&table(9092));
+    thread::sleep(Duration::from_millis(100));
+    assert_eq!(
+        get(&daemon, &[]).body,
+        first.body,
+        "no reload without SIGHUP (polling is off)"
+    );
+    daemon.signal("HUP");
+    let second = wait_for_port(&daemon, 9092, Duration::from_secs(5));
+    assert_ne!(second.header("etag"), first.header("etag"));
+
+    setup.write_table("[[hosts]]\naddress = 42\n");
+    daemon.signal("HUP");
+    daemon.wait_for_log("host table rejected", Duration::from_secs(5));
+    setup.write_table(&table(9092).replace("8081", "9092"));
+    daemon.signal("HUP");
+    daemon.wait_for_log("host table rejected", Duration::from_secs(5));
+    assert_eq!(get(&daemon, &[]).body, second.body);
+    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    assert!(
+        metrics.contains("edgewise_hosts_reload_errors_total 2"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("edgewise_hosts_hosts 2"), "{metrics}");
+}
+
+#[test]
+fn a_changed_file_is_picked_up_without_a_signal() {
+    let setup = Setup::new("watch", 50);
+    let daemon = setup.start();
+    setup.write_table(&table(9093));
+    wait_for_port(&daemon, 9093, Duration::from_secs(5));
+}
+
+#[test]
+fn no_table_is_404_and_a_bad_table_stops_the_start() {
+    let daemon = Daemon::start_with_env(&[], &[("EDGEWISED_API_SECRET", SECRET)]);
+    assert_eq!(get(&daemon, &[]).status, 404);
+
+    let setup = Setup::new("bad-start", 0);
+    setup.write_table("[[hosts]]\naddress = \"not a url\"\n");
+    let output = std::process::Command::new(edgewise_tests::daemon_bin())
+        .args([
+            "--config",
+            setup.dir.join("edgewised.toml").to_str().unwrap(),
+        ])
+        .args(["--listen", "127.0.0.1:0"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("hosts.toml"), "{stderr}");
+    let check = std::process::Command::new(edgewise_tests::daemon_bin())
+        .args([
+            "check-config",
+            setup.dir.join("edgewised.toml").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        !check.status.success(),
+        "check-config must check the host table too"
+    );
+}

@@ -1,0 +1,116 @@
+//! Subset routing at the edge: which host of the host table serves this request.
+//!
+//! The table comes from a wrangler var (`HOST_TABLE`, JSON) or from the daemon
+//! (`HOST_TABLE = "daemon"`: `GET /v1/hosts`, revalidated with its ETag at most every
+//! `HOST_TABLE_REFRESH_MS`). Each isolate keeps one subset load balancer and rebuilds it only
+//! when the table's version changes. A table that cannot be fetched, decoded or built is logged
+//! and the current one keeps serving; only an isolate that never had a table answers 503.
+//!
+//! Request attributes listed in `ROUTE_ATTRIBUTES` become the subset metadata.
+
+mod live;
+
+use std::{rc::Rc, time::Duration};
+
+use edgewise::{AttributeSource, HostTable, Origin, RouteAttribute, path_segment, query_value};
+use worker::{Env, Request, Url};
+
+use crate::{
+    config::{number, var},
+    daemon::Daemon,
+    failure::Failure,
+};
+pub(crate) use live::Pick;
+
+const HOST_TABLE: &str = "HOST_TABLE";
+const HOST_TABLE_REFRESH_MS: &str = "HOST_TABLE_REFRESH_MS";
+const ROUTE_ATTRIBUTES: &str = "ROUTE_ATTRIBUTES";
+
+/// Routing settings, parsed once per isolate.
+#[derive(Debug)]
+pub(crate) struct Routing {
+    attributes: Vec<RouteAttribute>,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    /// A table given in the vars: built once.
+    Static(Rc<HostTable>),
+    /// The daemon's table, revalidated every `refresh`.
+    Daemon {
+        daemon: Daemon,
+        url: String,
+        refresh: Duration,
+    },
+}
+
+impl Routing {
+    /// `Ok(None)` when no host table is configured (requests go to `ORIGIN_URL`).
+    pub(crate) fn from_env(env: &Env) -> Result<Option<Routing>, String> {
+        let Some(table) = var(env, HOST_TABLE).filter(|v| !v.trim().is_empty()) else {
+            return Ok(None);
+        };
+        let source = if table.trim() == "daemon" {
+            let daemon = Daemon::from_env(env, HOST_TABLE)?;
+            let refresh = number(env, HOST_TABLE_REFRESH_MS)?.map_or(5000, u64::from);
+            Source::Daemon {
+                url: daemon.url("/v1/hosts")?,
+                daemon,
+                refresh: Duration::from_millis(refresh),
+            }
+        } else {
+            Source::Static(Rc::new(static_table(&table)?))
+        };
+        let attributes =
+            RouteAttribute::parse_list(&var(env, ROUTE_ATTRIBUTES).unwrap_or_default())
+                .map_err(|e| format!("{ROUTE_ATTRIBUTES}: {e}"))?;
+        Ok(Some(Routing { attributes, source }))
+    }
+
+    /// Picks the host for `req`.
+    pub(crate) async fn pick(&self, req: &Request, url: &Url) -> Result<Pick, Failure> {
+        live::ensure(&self.source).await?;
+        let values = self.values(req, url);
+        live::pick(&values)
+    }
+
+    /// Another host of the same subset after `failed` could not be reached.
+    pub(crate) fn retry(&self, failed: &Pick) -> Option<Pick> {
+        live::retry(failed)
+    }
+
+    /// The metadata of `req`: (key, value) for every attribute present.
+    fn values(&self, req: &Request, url: &Url) -> Vec<(&str, String)> {
+        let headers = req.headers();
+        self.attributes
+            .iter()
+            .filter_map(|a| {
+                let value = match &a.source {
+                    AttributeSource::Header(name) => headers.get(name).ok().flatten(),
+                    AttributeSource::Query(name) => {
+                        query_value(url.query()?, name).map(str::to_owned)
+                    }
+                    AttributeSource::PathSegment(n) => {
+                        path_segment(url.path(), *n).map(str::to_owned)
+                    }
+                    _ => None,
+                }?;
+                Some((a.key.as_str(), value))
+            })
+            .collect()
+    }
+}
+
+/// Parses and validates a JSON host table from the vars.
+fn static_table(json: &str) -> Result<HostTable, String> {
+    let table: HostTable =
+        serde_json::from_str(json).map_err(|e| format!("{HOST_TABLE}: not a host table: {e}"))?;
+    table.validate().map_err(|e| format!("{HOST_TABLE}: {e}"))?;
+    Ok(table)
+}
+
+/// The origin of a host address, or why it cannot be one.
+fn origin(address: &str) -> Result<Origin, String> {
+    Origin::parse(address).map_err(|e| format!("host {address:?}: {e}"))
+}
