@@ -162,7 +162,13 @@ async function faultProxy(daemonUrl) {
   const server = createServer(async (req, res) => {
     const headers = { authorization: req.headers.authorization ?? "" };
     if (req.headers["if-none-match"] && !state.corrupt) headers["if-none-match"] = req.headers["if-none-match"];
-    const upstream = await fetch(daemonUrl + req.url, { headers });
+    let upstream;
+    try {
+      upstream = await fetch(daemonUrl + req.url, { headers });
+    } catch {
+      res.writeHead(502);
+      return res.end("daemon unreachable");
+    }
     const body = Buffer.from(await upstream.arrayBuffer());
     if (state.corrupt && upstream.status === 200) {
       body[Math.floor(body.length / 2)] ^= 0xff;
