@@ -15,9 +15,9 @@ use std::{
     process::ExitCode,
     sync::{
         Arc,
-        atomic::{AtomicBool, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
-    time::{Duration, Instant},
+    time::Instant,
 };
 
 use edgewise::{FeatureReader, FeatureSnapshot};
@@ -102,8 +102,9 @@ fn bench(dir: &Path, args: Args) -> anyhow::Result<()> {
         .ok_or_else(|| anyhow::anyhow!("no feature store"))?;
     runtime.spawn(server.run(std::future::pending()));
 
+    let full = snapshot(args);
     let started = Instant::now();
-    let published = features.apply_now(Change::ReplaceAll(snapshot(args)))?;
+    let published = features.apply_now(Change::ReplaceAll(full))?;
     println!(
         "published {} keys × {} floats ({} MiB) in {:.0} ms",
         published.keys,
@@ -125,17 +126,22 @@ fn bench(dir: &Path, args: Args) -> anyhow::Result<()> {
     rows.clear();
 
     let stop = Arc::new(AtomicBool::new(false));
+    let publishes = Arc::new(AtomicU64::new(0));
     let publisher = {
         let features = Arc::clone(&features);
         let stop = Arc::clone(&stop);
-        std::thread::spawn(move || republish(&features, &stop, args))
+        let publishes = Arc::clone(&publishes);
+        std::thread::spawn(move || republish(&features, &stop, &publishes, args))
     };
-    rows.push(mapped(dir, &keys, "FeatureReader while publishing")?);
+    rows.push(mapped_while(dir, &keys, &publishes)?);
     stop.store(true, Ordering::Relaxed);
     let versions = publisher
         .join()
         .map_err(|_| anyhow::anyhow!("publisher panicked"))??;
-    rows[0].note = format!("{versions} versions published during the run");
+    rows[0].note = format!(
+        "{versions} versions of {} keys published during the run",
+        args.keys
+    );
     print_table(
         "mapped reads with the daemon publishing back to back",
         &rows,
@@ -186,6 +192,35 @@ fn mapped(dir: &Path, keys: &[u64], name: &str) -> anyhow::Result<Row> {
     }
     std::hint::black_box(sum);
     Ok(Row::new(name, latencies, started.elapsed(), String::new()))
+}
+
+/// Mapped reads, cycling through `keys`, until the publisher has finished
+/// [`PUBLISHES_DURING_READS`] versions.
+fn mapped_while(dir: &Path, keys: &[u64], publishes: &AtomicU64) -> anyhow::Result<Row> {
+    let mut reader = FeatureReader::open(&dir.join("store"))?;
+    let mut latencies = Latencies::default();
+    let mut sum = 0.0f32;
+    let started = Instant::now();
+    for &key in keys.iter().cycle() {
+        if publishes.load(Ordering::Relaxed) >= PUBLISHES_DURING_READS {
+            break;
+        }
+        let t = Instant::now();
+        let guard = reader.read()?;
+        let values = guard
+            .table(TABLE)
+            .and_then(|table| table.get(key))
+            .ok_or_else(|| anyhow::anyhow!("key {key} missing"))?;
+        sum += values[0];
+        latencies.record(t.elapsed());
+    }
+    std::hint::black_box(sum);
+    Ok(Row::new(
+        "FeatureReader while publishing",
+        latencies,
+        started.elapsed(),
+        String::new(),
+    ))
 }
 
 fn socket(dir: &Path, keys: &[u64]) -> anyhow::Result<Row> {
@@ -243,8 +278,17 @@ fn http(addr: std::net::SocketAddr, keys: &[u64]) -> anyhow::Result<Row> {
     })
 }
 
-/// Publishes small batches back to back until told to stop; returns how many versions.
-fn republish(features: &Features, stop: &AtomicBool, args: Args) -> anyhow::Result<u64> {
+/// Versions the daemon publishes while the mapped reads under publishing run.
+const PUBLISHES_DURING_READS: u64 = 5;
+
+/// Publishes one-row batches back to back (each republishes the whole snapshot) until told to
+/// stop; returns how many versions.
+fn republish(
+    features: &Features,
+    stop: &AtomicBool,
+    publishes: &AtomicU64,
+    args: Args,
+) -> anyhow::Result<u64> {
     let mut versions = 0;
     while !stop.load(Ordering::Relaxed) {
         let key = versions % args.keys;
@@ -258,7 +302,7 @@ fn republish(features: &Features, stop: &AtomicBool, args: Args) -> anyhow::Resu
             deletes: Vec::new(),
         })?;
         versions += 1;
-        std::thread::sleep(Duration::from_micros(100));
+        publishes.store(versions, Ordering::Relaxed);
     }
     Ok(versions)
 }
