@@ -75,6 +75,21 @@ pub fn synchronizer(dir: &Path) -> Synchronizer {
 /// mmap-sync's grace period as bliss-style users pass it.
 pub const MMAP_SYNC_GRACE: Duration = Duration::from_secs(1);
 
+/// Uses the whole vector, as a model would: an 8-lane sum, which vectorizes (a plain `sum()`
+/// of `f32`s is one long dependency chain, ~4 cycles a float, and would dwarf the lookup).
+#[inline]
+pub fn use_vector(v: &[f32]) -> f32 {
+    let mut lanes = [0f32; 8];
+    let chunks = v.chunks_exact(8);
+    let tail: f32 = chunks.remainder().iter().sum();
+    for chunk in chunks {
+        for (lane, x) in lanes.iter_mut().zip(chunk) {
+            *lane += x;
+        }
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
 /// xorshift64*: the probe sequence, the same for every peer.
 #[derive(Debug, Clone)]
 pub struct Probes(u64);
@@ -103,6 +118,11 @@ impl Histogram {
     pub fn record(&mut self, ns: u64, overhead: u64) {
         self.0
             .push(ns.saturating_sub(overhead).min(u64::from(u32::MAX)) as u32);
+    }
+
+    /// Adds `other`'s operations.
+    pub fn merge(&mut self, other: Histogram) {
+        self.0.extend(other.0);
     }
 
     /// Operations recorded.

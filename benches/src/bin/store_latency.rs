@@ -10,7 +10,8 @@
 //! 3. guard cost: read + drop of the guard, on a 1k-key store;
 //! 4. per-lookup latency (guard, table, key, sum of the vector), uniform keys and 1k hot keys,
 //!    peers interleaved in chunks of 10k lookups;
-//! 5. the same lookups while a writer process publishes the whole table back to back, `S`
+//! 5. two reader threads at once against one;
+//! 6. the same lookups while a writer process publishes the whole table back to back, `S`
 //!    seconds per peer.
 //!
 //! Percentiles are of single operations, each timed with two clock reads whose median cost
@@ -97,6 +98,7 @@ fn run(args: &Args) -> Res<()> {
     publish_and_validate(args, &ours, &theirs)?;
     guards(args)?;
     quiet_lookups(args, &ours, &theirs, overhead)?;
+    parallel_readers(args, &ours, &theirs, overhead)?;
     loaded_lookups(args, &ours, &theirs, overhead)?;
     let _ = std::fs::remove_dir_all(&args.dir);
     Ok(())
@@ -251,13 +253,13 @@ fn guards(args: &Args) -> Res<()> {
 fn our_lookup(reader: &mut FeatureReader, key: u64) -> f32 {
     let guard = reader.read().expect("read");
     let table = guard.table(TABLE).expect("table");
-    table.get(key).expect("key").iter().sum()
+    bench::use_vector(table.get(key).expect("key"))
 }
 
 fn their_lookup(sync: &mut mmap_sync::synchronizer::Synchronizer, key: u64) -> f32 {
     // SAFETY: the files hold `Features`.
     let read = unsafe { sync.read::<Features>(false) }.expect("read");
-    read.features[0].get(&key).expect("key").iter().sum()
+    bench::use_vector(read.features[0].get(&key).expect("key"))
 }
 
 struct Peer<'a> {
@@ -385,7 +387,77 @@ fn quiet_lookups(args: &Args, ours: &Path, theirs: &Path, overhead: u64) -> Res<
     Ok(())
 }
 
-/// Table 5: lookups while a writer process publishes the whole table back to back.
+/// Uniform lookups from `threads` threads at once, each with its own reader of `peer`.
+fn threads_lookups(
+    peer: &str,
+    dir: &Path,
+    keys: u64,
+    samples: usize,
+    threads: usize,
+    overhead: u64,
+) -> Histogram {
+    let uniform = move |p: &mut Probes| bench::key(p.next_below(keys));
+    let parts: Vec<Histogram> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || {
+                    let mut reader = FeatureReader::open(dir).ok();
+                    let mut sync = bench::synchronizer(dir);
+                    let lookup: Box<dyn FnMut(u64) -> f32 + '_> = match (peer, reader.as_mut()) {
+                        ("edgewise", Some(reader)) => Box::new(|k| our_lookup(reader, k)),
+                        _ => Box::new(|k| their_lookup(&mut sync, k)),
+                    };
+                    let mut peer = Peer {
+                        name: "",
+                        lookup,
+                        hist: Histogram::default(),
+                    };
+                    time_chunk(
+                        &mut peer,
+                        &mut Probes::new(t as u64 + 11),
+                        &uniform,
+                        samples,
+                        overhead,
+                    );
+                    peer.hist
+                })
+            })
+            .collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    parts
+        .into_iter()
+        .fold(Histogram::default(), |mut all, part| {
+            all.merge(part);
+            all
+        })
+}
+
+/// Table 5: two reader threads at once against one, per peer (no writer).
+fn parallel_readers(args: &Args, ours: &Path, theirs: &Path, overhead: u64) -> Res<()> {
+    let samples = (args.samples / 2).max(1);
+    println!("\n5. two readers at once vs one, uniform keys (ns per op; ratio: two / one)");
+    println!(
+        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>12}",
+        "", "1: p50", "2: p50", "1: p99", "2: p99", "ratio p50"
+    );
+    for (name, dir) in [("edgewise", ours), ("mmap-sync", theirs)] {
+        let mut one = threads_lookups(name, dir, args.keys, samples, 1, overhead);
+        let mut two = threads_lookups(name, dir, args.keys, samples, 2, overhead);
+        let (a, b) = (one.quantile(0.5), two.quantile(0.5));
+        println!(
+            "{name:<12} {:>9} {:>9} {:>9} {:>9} {:>11.2}x",
+            fmt_ns(a),
+            fmt_ns(b),
+            fmt_ns(one.quantile(0.99)),
+            fmt_ns(two.quantile(0.99)),
+            b / a
+        );
+    }
+    Ok(())
+}
+
+/// Table 6: lookups while a writer process publishes the whole table back to back.
 fn loaded_lookups(args: &Args, ours: &Path, theirs: &Path, overhead: u64) -> Res<()> {
     let keys = args.keys;
     let uniform = move |p: &mut Probes| bench::key(p.next_below(keys));
@@ -421,7 +493,7 @@ fn loaded_lookups(args: &Args, ours: &Path, theirs: &Path, overhead: u64) -> Res
     }
     print_rows(
         &format!(
-            "5. lookups while another process publishes all {} keys back to back ({} s each; ns per op)",
+            "6. lookups while another process publishes all {} keys back to back ({} s each; ns per op)",
             args.keys, args.secs
         ),
         &mut rows,
