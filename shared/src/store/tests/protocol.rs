@@ -101,7 +101,7 @@ unsafe impl Sync for Copies {}
 #[test]
 fn readers_never_see_a_copy_being_written() {
     let (publishes, reads, readers) = if cfg!(miri) {
-        (12, 40, 2)
+        (4, 6, 2)
     } else {
         (3000, 20_000, 3)
     };
