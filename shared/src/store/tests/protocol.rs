@@ -106,7 +106,7 @@ unsafe impl Sync for Copies {}
 #[test]
 fn readers_never_see_a_copy_being_written() {
     let (publishes, reads, readers) = if cfg!(miri) {
-        (4, 6, 2)
+        (30, 80, 2)
     } else {
         (3000, 20_000, 3)
     };
