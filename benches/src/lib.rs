@@ -8,5 +8,7 @@ pub mod batch;
 pub mod loadgen;
 pub mod peers;
 pub mod rfc9578;
+#[cfg(not(target_family = "wasm"))]
+pub mod store;
 pub mod workload;
 pub mod workspace;

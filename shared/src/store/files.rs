@@ -80,7 +80,10 @@ impl StateMap {
         file.set_len(STATE_BYTES)
             .map_err(StoreError::io("resize", &tmp))?;
         let state = StateMap::map(&file, &tmp)?;
-        Protocol::init(state.words());
+        Protocol::init(state.words()).ok_or(StoreError::StateCorrupt {
+            path: tmp.clone(),
+            reason: "state file too short",
+        })?;
         fs::rename(&tmp, path).map_err(StoreError::io("rename", path))?;
         Ok(state)
     }
@@ -95,13 +98,13 @@ impl StateMap {
 
     /// The state's words.
     #[inline]
-    pub(crate) fn words(&self) -> &[AtomicU64; WORDS] {
+    pub(crate) fn words(&self) -> &[AtomicU64] {
         // SAFETY: the mapping is page-aligned (so 8-aligned) and `STATE_BYTES` = `WORDS * 8`
         // long (checked on open, set on create), and lives as long as `self`. `AtomicU64` has
         // the size and alignment of `u64`, and every bit pattern is a valid value. Every
         // process touches these words only through atomics (this module's callers never
         // create a plain reference to the state bytes), so the accesses cannot race.
-        unsafe { &*self.map.as_ptr().cast::<[AtomicU64; WORDS]>() }
+        unsafe { &*self.map.as_ptr().cast::<[AtomicU64; WORDS]>() }.as_slice()
     }
 }
 

@@ -24,11 +24,13 @@ use core::sync::atomic::{AtomicU64, Ordering};
 /// A slot's value when its reader holds no guard.
 pub(crate) const IDLE: u64 = 0;
 
-/// Reader slots in a state file.
+/// Reader slots in a state file (the protocol takes any number: the unit tests use few, so
+/// that Miri gets through the writer's scans).
 pub(crate) const SLOTS: usize = 1024;
 
 const MAGIC: u64 = u64::from_le_bytes(*b"EWSTATE1");
-const LAYOUT: u64 = (1 << 32) | SLOTS as u64;
+/// Layout version, in the high half of the layout word; the slot count is the low half.
+const LAYOUT_VERSION: u64 = 1;
 /// Words per slot: 128 bytes.
 const SLOT_STRIDE: usize = 16;
 const MAGIC_AT: usize = 0;
@@ -40,8 +42,13 @@ const WRITING_AT: usize = 9;
 const REPLACED_AT: usize = 10;
 const SLOTS_AT: usize = 16;
 
-/// Words in a state region.
-pub(crate) const WORDS: usize = SLOTS_AT + SLOTS * SLOT_STRIDE;
+/// Words in a state region with `slots` reader slots.
+pub(crate) const fn words_for(slots: usize) -> usize {
+    SLOTS_AT + slots * SLOT_STRIDE
+}
+
+/// Words in a state file.
+pub(crate) const WORDS: usize = words_for(SLOTS);
 
 /// Why a reader could not register.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,37 +59,48 @@ pub(crate) enum EnterError {
     Overrun(u32),
 }
 
-/// The protocol over a region of [`WORDS`] words.
+/// The protocol over a region of [`words_for`]`(slots)` words.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Protocol<'a> {
-    words: &'a [AtomicU64; WORDS],
+    words: &'a [AtomicU64],
 }
 
 impl<'a> Protocol<'a> {
-    /// Writes the header into a fresh, zeroed region.
-    pub(crate) fn init(words: &'a [AtomicU64; WORDS]) -> Protocol<'a> {
-        words[LAYOUT_AT].store(LAYOUT, Ordering::Relaxed);
+    /// Writes the header into a fresh, zeroed region; `None` if it is too short for one slot.
+    pub(crate) fn init(words: &'a [AtomicU64]) -> Option<Protocol<'a>> {
+        let slots = Protocol::capacity(words);
+        if slots == 0 {
+            return None;
+        }
+        words[LAYOUT_AT].store(LAYOUT_VERSION << 32 | slots as u64, Ordering::Relaxed);
         words[MAGIC_AT].store(MAGIC, Ordering::Release);
-        Protocol { words }
+        Some(Protocol { words })
     }
 
     /// The protocol over a region written by [`Protocol::init`].
-    pub(crate) fn attach(words: &'a [AtomicU64; WORDS]) -> Result<Protocol<'a>, &'static str> {
-        if words[MAGIC_AT].load(Ordering::Acquire) != MAGIC {
+    pub(crate) fn attach(words: &'a [AtomicU64]) -> Result<Protocol<'a>, &'static str> {
+        let slots = Protocol::capacity(words);
+        if slots == 0 || words[MAGIC_AT].load(Ordering::Acquire) != MAGIC {
             return Err("not a feature store state file (bad magic)");
         }
-        if words[LAYOUT_AT].load(Ordering::Relaxed) != LAYOUT {
+        if words[LAYOUT_AT].load(Ordering::Relaxed) != LAYOUT_VERSION << 32 | slots as u64 {
             return Err("state layout of another version");
         }
-        if Protocol::over(words).writing() < Protocol::over(words).current() {
+        let protocol = Protocol { words };
+        if protocol.writing() < protocol.current() {
             return Err("writing generation below the current one");
         }
-        Ok(Protocol { words })
+        Ok(protocol)
     }
 
-    /// The protocol over a region already [attached](Protocol::attach).
+    /// Slots a region of this length holds.
+    fn capacity(words: &[AtomicU64]) -> usize {
+        words.len().saturating_sub(SLOTS_AT) / SLOT_STRIDE
+    }
+
+    /// The protocol over a region already [attached](Protocol::attach) (or initialized).
     #[inline]
-    pub(crate) fn over(words: &'a [AtomicU64; WORDS]) -> Protocol<'a> {
+    pub(crate) fn over(words: &'a [AtomicU64]) -> Protocol<'a> {
         Protocol { words }
     }
 
@@ -97,13 +115,15 @@ impl<'a> Protocol<'a> {
         self.words[WRITING_AT].load(Ordering::SeqCst)
     }
 
-    /// Reader slot `index` (`None` past [`SLOTS`]).
+    /// Reader slots.
+    pub(crate) fn slots(self) -> usize {
+        Protocol::capacity(self.words)
+    }
+
+    /// Reader slot `index` (`None` past [`Protocol::slots`]).
     #[inline]
     pub(crate) fn slot(self, index: usize) -> Option<&'a AtomicU64> {
-        if index >= SLOTS {
-            return None;
-        }
-        self.words.get(SLOTS_AT + index * SLOT_STRIDE)
+        self.words.get(SLOTS_AT + index.checked_mul(SLOT_STRIDE)?)
     }
 
     /// Registers `slot` on generation `generation`; true if that copy is safe to read until
@@ -151,7 +171,7 @@ impl<'a> Protocol<'a> {
     /// a replaced file, which nobody writes any more).
     pub(crate) fn readers_on(self, generation: u64) -> usize {
         let since = self.replaced(generation % 2);
-        (0..SLOTS)
+        (0..self.slots())
             .filter_map(|i| self.slot(i))
             .map(|slot| slot.load(Ordering::SeqCst))
             .filter(|&g| g != IDLE && g % 2 == generation % 2 && g >= since && g < generation)

@@ -64,19 +64,20 @@ fn snapshot_strategy() -> impl Strategy<Value = FeatureSnapshot> {
         })
 }
 
+// Off under Miri: rkyv 0.8.18's own `CheckBytes` for `ArchivedString` fails Stacked Borrows
+// (a retag in rkyv's string/repr.rs), and interpreting rkyv is too slow under Tree Borrows;
+// the store's own `unsafe` and its protocol are what the Miri runs cover.
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: if cfg!(miri) { 4 } else { 128 },
-        ..ProptestConfig::default()
-    })]
 
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn archive_round_trips(snapshot in snapshot_strategy()) {
         let bytes = snapshot.to_archive().unwrap();
         prop_assert_eq!(FeatureSnapshot::from_archive(&bytes).unwrap(), snapshot);
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn archived_lookups_match_the_map(rows in rows_strategy(), probes in prop::collection::vec(any::<u64>(), 0..32)) {
         let snapshot = FeatureSnapshot { version: 1, created_unix_ms: 0, tables: vec![FeatureTable { name: "t".into(), rows: rows.clone() }] };
         let bytes = snapshot.to_archive().unwrap();
@@ -98,6 +99,7 @@ proptest! {
     /// Any flipped bit, anywhere, is an error (header checksum, body checksum), never a panic
     /// nor a different snapshot.
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn flipped_bits_are_refused(snapshot in snapshot_strategy(), at in any::<prop::sample::Index>(), bit in 0u8..8) {
         let mut bytes = snapshot.to_archive().unwrap();
         let at = at.index(bytes.len());
@@ -106,6 +108,7 @@ proptest! {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn truncated_archives_are_refused(snapshot in snapshot_strategy(), cut in any::<prop::sample::Index>()) {
         let bytes = snapshot.to_archive().unwrap();
         let cut = cut.index(bytes.len());
@@ -115,6 +118,7 @@ proptest! {
 
     /// Garbage with a valid header and checksum still fails validation cleanly.
     #[test]
+    #[cfg_attr(miri, ignore)]
     fn garbage_behind_a_valid_header_is_refused(body in prop::collection::vec(any::<u8>(), 0..512)) {
         let header = format::Header { generation: 0, len: body.len() as u64, checksum: xxhash_rust::xxh3::xxh3_64(&body), version: 1, created_unix_ms: 0 };
         let mut bytes = header.encode().to_vec();
@@ -124,6 +128,7 @@ proptest! {
 }
 
 #[test]
+#[cfg_attr(miri, ignore)]
 fn error_kinds_are_distinct() {
     let bytes = stamped(3, 1, 10, 4).to_archive().unwrap();
     let mut body_flip = bytes.clone();

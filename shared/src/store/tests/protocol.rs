@@ -9,18 +9,23 @@ use std::prelude::rust_2024::*;
 use std::sync::Arc;
 use std::thread;
 
-use crate::store::protocol::{EnterError, IDLE, Protocol, WORDS};
+use crate::store::protocol::{EnterError, IDLE, Protocol, words_for};
 
-fn region() -> Box<[AtomicU64; WORDS]> {
-    let words: Vec<AtomicU64> = (0..WORDS).map(|_| AtomicU64::new(0)).collect();
-    words.into_boxed_slice().try_into().unwrap()
+/// A zeroed region of 8 reader slots.
+fn region() -> Box<[AtomicU64]> {
+    (0..words_for(8)).map(|_| AtomicU64::new(0)).collect()
 }
 
 #[test]
 fn attach_checks_the_header() {
     let words = region();
     assert!(Protocol::attach(&words).is_err());
-    Protocol::init(&words);
+    assert!(Protocol::init(&words[..words_for(0)]).is_none());
+    Protocol::init(&words).unwrap();
+    assert!(
+        Protocol::attach(&words[..words_for(7)]).is_err(),
+        "slot count in the header"
+    );
     assert!(Protocol::attach(&words).is_ok());
     words[1].store(7, Ordering::Relaxed);
     assert_eq!(
@@ -32,7 +37,7 @@ fn attach_checks_the_header() {
 #[test]
 fn registration_and_writer_see_each_other() {
     let words = region();
-    let p = Protocol::init(&words);
+    let p = Protocol::init(&words).unwrap();
     let slot = p.slot(3).unwrap();
     assert_eq!(p.enter(slot, 4), Err(EnterError::Empty));
     p.begin(1);
@@ -53,13 +58,13 @@ fn registration_and_writer_see_each_other() {
     Protocol::release(slot);
     assert_eq!(p.readers_on(3), 0);
     assert_eq!(slot.load(Ordering::Relaxed), IDLE);
-    assert!(p.slot(crate::store::protocol::SLOTS).is_none());
+    assert!(p.slot(8).is_none());
 }
 
 #[test]
 fn replaced_copies_ignore_older_readers() {
     let words = region();
-    let p = Protocol::init(&words);
+    let p = Protocol::init(&words).unwrap();
     let slot = p.slot(0).unwrap();
     p.begin(1);
     p.publish(1);
@@ -80,7 +85,7 @@ fn replaced_copies_ignore_older_readers() {
 #[test]
 fn overrun_is_bounded() {
     let words = region();
-    let p = Protocol::init(&words);
+    let p = Protocol::init(&words).unwrap();
     p.publish(1);
     // A writer that announced generation 3 without publishing 2 is what a reader sees when
     // the writer overtakes it on every attempt.
@@ -101,12 +106,12 @@ unsafe impl Sync for Copies {}
 #[test]
 fn readers_never_see_a_copy_being_written() {
     let (publishes, reads, readers) = if cfg!(miri) {
-        (12, 40, 2)
+        (30, 80, 2)
     } else {
         (3000, 20_000, 3)
     };
-    let words: Arc<Box<[AtomicU64; WORDS]>> = Arc::new(region());
-    Protocol::init(&words);
+    let words: Arc<Box<[AtomicU64]>> = Arc::new(region());
+    Protocol::init(&words).unwrap();
     let copies = Arc::new(Copies([UnsafeCell::new([0; 8]), UnsafeCell::new([0; 8])]));
     let writer = {
         let (words, copies) = (Arc::clone(&words), Arc::clone(&copies));
