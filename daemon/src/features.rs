@@ -13,12 +13,17 @@ mod memcache;
 
 use std::{
     path::PathBuf,
-    sync::{Arc, Mutex, PoisonError},
+    sync::{
+        Arc, Mutex, PoisonError,
+        atomic::{AtomicU64, Ordering},
+    },
     time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use anyhow::Context;
-use edgewise::{FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, WriterOptions};
+use edgewise::{
+    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, WriterOptions,
+};
 
 pub use change::{Change, ChangeError, Delete, Upsert};
 
@@ -33,6 +38,8 @@ pub struct Features {
     dir: PathBuf,
     publisher: Mutex<Publisher>,
     readers: Mutex<Vec<FeatureReader>>,
+    /// The last version a refusal was logged for.
+    warned: AtomicU64,
     metrics: Metrics,
 }
 
@@ -109,6 +116,7 @@ impl Features {
             dir: dir.clone(),
             publisher: Mutex::new(Publisher { writer, snapshot }),
             readers: Mutex::new(Vec::new()),
+            warned: AtomicU64::new(0),
             metrics: Metrics::default(),
         });
         features
@@ -172,28 +180,42 @@ impl Features {
         table: &str,
         key: u64,
     ) -> Result<Option<(u64, Vec<f32>)>, edgewise::StoreError> {
-        self.with_reader(|reader| {
-            let guard = reader.read()?;
+        self.with_guard(|guard| {
             let found = guard
                 .table(table)
                 .and_then(|t| t.get(key).map(<[f32]>::to_vec));
-            Ok(found.map(|values| (guard.version(), values)))
+            found.map(|values| (guard.version(), values))
         })
     }
 
-    /// Runs `f` with a reader from the pool (opening one if all are busy).
-    fn with_reader<T>(
+    /// Runs `f` on the current version, read through a reader from the pool (a new one if
+    /// all are busy: the pool grows to the peak number of concurrent lookups).
+    fn with_guard<T>(
         &self,
-        f: impl FnOnce(&mut FeatureReader) -> Result<T, edgewise::StoreError>,
+        f: impl FnOnce(&FeatureGuard<'_>) -> T,
     ) -> Result<T, edgewise::StoreError> {
         let pooled = lock(&self.readers).pop();
         let mut reader = match pooled {
             Some(reader) => reader,
             None => FeatureReader::open(&self.dir)?,
         };
-        let outcome = f(&mut reader);
+        let outcome = reader.read().map(|guard| {
+            self.warn_refused(&guard);
+            f(&guard)
+        });
         lock(&self.readers).push(reader);
         outcome
+    }
+
+    /// A newer version the reader refused (damaged on disk: the daemon wrote it, so something
+    /// else touched the files) is logged once per version; lookups go on from the last good one.
+    fn warn_refused(&self, guard: &FeatureGuard<'_>) {
+        let Some(error) = guard.refused() else {
+            return;
+        };
+        if self.warned.swap(guard.version(), Ordering::Relaxed) != guard.version() {
+            tracing::error!(%error, serving = guard.version(), "feature store: a newer version was refused");
+        }
     }
 
     /// Appends the `edgewise_features_*` families.
@@ -250,13 +272,12 @@ impl Features {
 
 impl memcache::Lookup for Features {
     fn lookup(&self, table: &str, key: u64, out: &mut Vec<u8>) -> bool {
-        let found = self.with_reader(|reader| {
-            let guard = reader.read()?;
+        let found = self.with_guard(|guard| {
             let Some(values) = guard.table(table).and_then(|t| t.get(key)) else {
-                return Ok(false);
+                return false;
             };
             out.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-            Ok(true)
+            true
         });
         found.unwrap_or_else(|error| {
             tracing::warn!(%error, "feature lookup failed");
