@@ -8,5 +8,6 @@ pub mod batch;
 pub mod loadgen;
 pub mod peers;
 pub mod rfc9578;
+pub mod subset;
 pub mod workload;
 pub mod workspace;

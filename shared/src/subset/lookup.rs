@@ -114,16 +114,19 @@ impl SubsetLb {
             .copied()
     }
 
-    /// The set of the subset `md` names exactly.
+    /// The set of the subset `md` names exactly: value ids imply their keys, so one probe on
+    /// them finds it, without looking for the selector first.
     pub(super) fn find_subset(&self, md: &Metadata) -> Option<u32> {
-        let selector = self.selector_for(md)?;
+        if md.has_foreign_key() {
+            return None;
+        }
         let kvs = md.pairs().iter().map(|&(_, kv)| kv);
-        let hash = subset_hash(&self.hasher, selector, kvs.clone());
+        let hash = subset_hash(&self.hasher, kvs.clone());
         let subsets = &self.subsets;
         let found = self.subset_table.find(hash, |&i| {
             subsets[i as usize]
                 .as_ref()
-                .is_some_and(|s| s.selector == selector && s.kvs.iter().copied().eq(kvs.clone()))
+                .is_some_and(|s| s.kvs.iter().copied().eq(kvs.clone()))
         })?;
         Some(subsets[*found as usize].as_ref()?.set)
     }

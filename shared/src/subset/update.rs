@@ -133,7 +133,7 @@ impl SubsetLb {
     }
 
     fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
-        let hash = subset_hash(&self.hasher, selector, kvs.iter().copied());
+        let hash = subset_hash(&self.hasher, kvs.iter().copied());
         let subsets = &self.subsets;
         let same = |&i: &u32| {
             subsets[i as usize]
@@ -220,7 +220,7 @@ impl SubsetLb {
         if self.sets[set as usize].live > 0 {
             return;
         }
-        let hash = subset_hash(&self.hasher, subset.selector, subset.kvs.iter().copied());
+        let hash = subset_hash(&self.hasher, subset.kvs.iter().copied());
         if let Ok(entry) = self.subset_table.find_entry(hash, |&x| x == i) {
             entry.remove();
         }
