@@ -101,7 +101,11 @@ impl Scenario {
             })
             .collect();
         let subset = SubsetConfig {
-            selectors: self.selectors().into_iter().map(SubsetSelector::new).collect(),
+            selectors: self
+                .selectors()
+                .into_iter()
+                .map(SubsetSelector::new)
+                .collect(),
             ..SubsetConfig::default()
         };
         HostTable {
@@ -113,12 +117,20 @@ impl Scenario {
 
     /// `count` requests carrying every key of the scenario, with values of random hosts (so
     /// each names an existing subset).
-    pub fn requests(self, table: &HostTable, count: usize, seed: u64) -> Vec<Vec<(String, String)>> {
+    pub fn requests(
+        self,
+        table: &HostTable,
+        count: usize,
+        seed: u64,
+    ) -> Vec<Vec<(String, String)>> {
         let mut rng = SplitMix64::new(seed);
         (0..count)
             .map(|_| {
                 let host = &table.hosts[rng.below(table.hosts.len())];
-                host.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+                host.labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
             })
             .collect()
     }
@@ -126,7 +138,12 @@ impl Scenario {
 
 /// The address of host `i`: distinct for up to 16M hosts.
 pub fn address(i: usize) -> String {
-    format!("http://10.{}.{}.{}:8080", (i >> 16) & 255, (i >> 8) & 255, i & 255)
+    format!(
+        "http://10.{}.{}.{}:8080",
+        (i >> 16) & 255,
+        (i >> 8) & 255,
+        i & 255
+    )
 }
 
 /// A host as MOSN holds it: address and a metadata map.
@@ -145,7 +162,11 @@ pub fn peer_hosts(table: &HostTable) -> Vec<PeerHost> {
         .iter()
         .map(|h| PeerHost {
             address: h.address.clone(),
-            metadata: h.labels.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+            metadata: h
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
         })
         .collect()
 }
@@ -258,10 +279,18 @@ mod tests {
             let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
             let peer = FullScan::build(&peer_hosts(&table), &selectors);
             let lb = edgewise::SubsetLb::build(&table).unwrap();
-            assert_eq!(peer.subsets() as u64, lb.stats().subsets_active, "{scenario:?}");
+            assert_eq!(
+                peer.subsets() as u64,
+                lb.stats().subsets_active,
+                "{scenario:?}"
+            );
         }
         assert_eq!(
-            FullScan::build(&peer_hosts(&Scenario::FourByThree.table(8000, 1)), &Scenario::FourByThree.selectors()).subsets(),
+            FullScan::build(
+                &peer_hosts(&Scenario::FourByThree.table(8000, 1)),
+                &Scenario::FourByThree.selectors()
+            )
+            .subsets(),
             255
         );
     }
