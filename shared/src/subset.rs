@@ -80,7 +80,7 @@ mod update;
 mod tests;
 
 use alloc::{boxed::Box, vec::Vec};
-use core::hash::{BuildHasher, Hasher};
+use core::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -91,7 +91,7 @@ pub use metadata::{METADATA_CAPACITY, Metadata};
 use crate::{FallbackPolicy, HostTable, SelectorFallback};
 use intern::Interner;
 use pickset::{Child, PickSet, Rng};
-use slot::Slot;
+use slot::{Record, Slot};
 
 /// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
 /// updates never names a newer host that reused the slot.
@@ -198,8 +198,9 @@ pub struct SubsetLb {
     selector_table: HashTable<u8>,
     subsets: Vec<Option<Subset>>,
     free_subsets: Vec<u32>,
-    /// Subset index by value ids.
-    subset_table: HashTable<u32>,
+    /// (subset index, its set) by value ids: the set comes with the probe, so a lookup loads
+    /// it while it checks the subset's ids.
+    subset_table: HashTable<(u32, u32)>,
     sets: Vec<PickSet>,
     free_sets: Vec<u32>,
     any: PickSet,
@@ -207,6 +208,8 @@ pub struct SubsetLb {
     default: Option<(Box<[u32]>, PickSet)>,
     metadata_fallbacks: Vec<Metadata>,
     slots: Vec<Slot>,
+    /// Address and labels per slot.
+    records: Vec<Record>,
     free_slots: Vec<u32>,
     /// Slot by address.
     addresses: HashTable<u32>,
@@ -279,7 +282,8 @@ impl SubsetLb {
 
     /// The address of host `id`, or `None` if it was removed.
     pub fn address(&self, id: HostId) -> Option<&str> {
-        self.slot(id).map(|s| &*s.address)
+        self.slot(id)?;
+        Some(&*self.records[id.slot as usize].address)
     }
 
     /// The weight of host `id`, or `None` if it was removed.
@@ -334,7 +338,7 @@ impl SubsetLb {
             + subsets
             + self.sets.capacity() * size_of::<PickSet>()
             + self.subsets.capacity() * size_of::<Option<Subset>>()
-            + self.subset_table.capacity() * (size_of::<u32>() + 1)
+            + self.subset_table.capacity() * (size_of::<(u32, u32)>() + 1)
             + self.default.as_ref().map_or(0, |(_, set)| set.heap_bytes())
     }
 
@@ -357,23 +361,31 @@ impl SubsetLb {
 
     fn find_address(&self, address: &str) -> Option<u32> {
         let hash = self.hasher.hash_one(address);
-        let slots = &self.slots;
+        let records = &self.records;
         self.addresses
-            .find(hash, |&s| &*slots[s as usize].address == address)
+            .find(hash, |&s| &*records[s as usize].address == address)
             .copied()
     }
 }
 
 /// Hash of a selector's key ids, or of a request's keys.
-fn keys_hash(state: &FixedState, keys: impl Iterator<Item = u32>) -> u64 {
-    let mut h = state.build_hasher();
-    keys.for_each(|k| h.write_u32(k));
-    h.finish()
+fn keys_hash(keys: impl Iterator<Item = u32>) -> u64 {
+    ids_hash(keys)
 }
 
 /// Hash of a subset's identity, its value ids: they imply its keys, and so its selector.
-fn subset_hash(state: &FixedState, kvs: impl Iterator<Item = u32>) -> u64 {
-    let mut h = state.build_hasher();
-    kvs.for_each(|kv| h.write_u32(kv));
-    h.finish()
+fn subset_hash(kvs: impl Iterator<Item = u32>) -> u64 {
+    ids_hash(kvs)
+}
+
+/// A multiply-fold hash of dense ids: the ids are our own (no attacker picks them), so a
+/// general string hasher's setup and finalisation would be wasted on every lookup. The last
+/// fold spreads the product's high bits, which hashbrown's tags use, down to the low bits it
+/// indexes by.
+fn ids_hash(ids: impl Iterator<Item = u32>) -> u64 {
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let h = ids.fold(0u64, |h, id| {
+        (h ^ u64::from(id)).wrapping_mul(K).rotate_left(23)
+    });
+    (h ^ (h >> 29)).wrapping_mul(K)
 }

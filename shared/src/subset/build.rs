@@ -9,7 +9,7 @@ use hashbrown::HashTable;
 
 use super::intern::Interner;
 use super::pickset::{Child, PickSet};
-use super::slot::Slot;
+use super::slot::{Record, Slot};
 use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, keys_hash, subset_hash};
 use crate::{Host, HostTable, SubsetConfig};
 
@@ -21,9 +21,10 @@ const DENSE: usize = 32;
 pub(super) fn build(table: &HostTable) -> SubsetLb {
     let mut lb = SubsetLb::configured(table.version, &table.subset);
     lb.slots.reserve_exact(table.hosts.len());
-    let (state, slots) = (&lb.hasher, &lb.slots);
+    lb.records.reserve_exact(table.hosts.len());
+    let (state, records) = (&lb.hasher, &lb.records);
     lb.addresses.reserve(table.hosts.len(), |&s| {
-        state.hash_one(&*slots[s as usize].address)
+        state.hash_one(&*records[s as usize].address)
     });
     for host in &table.hosts {
         lb.push_slot(host);
@@ -72,6 +73,7 @@ impl SubsetLb {
             default: None,
             metadata_fallbacks: Vec::new(),
             slots: Vec::new(),
+            records: Vec::new(),
             free_slots: Vec::new(),
             addresses: HashTable::new(),
             stats: SubsetStats::default(),
@@ -115,16 +117,16 @@ impl SubsetLb {
         let keys = ids(&selector.keys);
         let keys_subset = ids(&selector.fallback_keys_subset);
         let index = self.selectors.len() as u8;
-        let hash = keys_hash(&self.hasher, keys.iter().copied());
+        let hash = keys_hash(keys.iter().copied());
         self.selectors.push(Selector {
             keys,
             fallback: selector.fallback_policy,
             keys_subset,
             single: selector.single_host_per_subset,
         });
-        let (state, selectors) = (&self.hasher, &self.selectors);
+        let selectors = &self.selectors;
         self.selector_table.insert_unique(hash, index, |&s| {
-            keys_hash(state, selectors[usize::from(s)].keys.iter().copied())
+            keys_hash(selectors[usize::from(s)].keys.iter().copied())
         });
     }
 
@@ -148,10 +150,11 @@ impl SubsetLb {
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
-        let kvs = self.host_kvs(host);
-        let slot = Slot {
+        let record = Record {
             address: host.address.as_str().into(),
-            kvs,
+            kvs: self.host_kvs(host),
+        };
+        let slot = Slot {
             weight: host.weight,
             generation: 0,
             held: 0,
@@ -163,17 +166,19 @@ impl SubsetLb {
             Some(s) => {
                 let generation = self.slots[s as usize].generation.wrapping_add(1);
                 self.slots[s as usize] = Slot { generation, ..slot };
+                self.records[s as usize] = record;
                 s
             }
             None => {
                 self.slots.push(slot);
+                self.records.push(record);
                 (self.slots.len() - 1) as u32
             }
         };
         let hash = self.hasher.hash_one(&host.address);
-        let (state, slots) = (&self.hasher, &self.slots);
+        let (state, records) = (&self.hasher, &self.records);
         self.addresses
-            .insert_unique(hash, s, |&s| state.hash_one(&*slots[s as usize].address));
+            .insert_unique(hash, s, |&s| state.hash_one(&*records[s as usize].address));
         self.any.add(s, &mut self.slots);
         s
     }
@@ -210,11 +215,11 @@ impl SubsetLb {
                 (self.subsets.len() - 1) as u32
             }
         };
-        let hash = subset_hash(&self.hasher, kvs.iter().copied());
-        let (state, subsets) = (&self.hasher, &self.subsets);
+        let hash = subset_hash(kvs.iter().copied());
+        let subsets = &self.subsets;
         self.subset_table
-            .insert_unique(hash, i, |&i| match &subsets[i as usize] {
-                Some(s) => subset_hash(state, s.kvs.iter().copied()),
+            .insert_unique(hash, (i, set), |&(i, _)| match &subsets[i as usize] {
+                Some(s) => subset_hash(s.kvs.iter().copied()),
                 None => 0,
             });
         self.stats.subsets_created += 1;
@@ -251,16 +256,19 @@ impl Index {
     fn new(lb: &SubsetLb) -> Index {
         let n = lb.interner.kv_count();
         let mut starts = vec![0u32; n + 1];
-        for slot in &lb.slots {
-            slot.kvs.iter().for_each(|&kv| starts[kv as usize + 1] += 1);
+        for record in &lb.records {
+            record
+                .kvs
+                .iter()
+                .for_each(|&kv| starts[kv as usize + 1] += 1);
         }
         for i in 0..n {
             starts[i + 1] += starts[i];
         }
         let mut fill = starts.clone();
         let mut slots = vec![0u32; starts[n] as usize];
-        for (s, slot) in lb.slots.iter().enumerate() {
-            for &kv in slot.kvs.iter() {
+        for (s, record) in lb.records.iter().enumerate() {
+            for &kv in record.kvs.iter() {
                 slots[fill[kv as usize] as usize] = s as u32;
                 fill[kv as usize] += 1;
             }

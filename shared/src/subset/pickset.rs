@@ -220,9 +220,17 @@ impl View<'_> {
 
     /// The first eligible member from `start` (< n) on, wrapping; its index.
     fn scan(&self, start: u32) -> Option<u32> {
-        (start..self.n)
-            .chain(0..start)
-            .find(|&i| self.ok(self.at(i)))
+        let mut i = start;
+        for _ in 0..self.n {
+            if self.ok(self.at(i)) {
+                return Some(i);
+            }
+            i += 1;
+            if i == self.n {
+                i = 0;
+            }
+        }
+        None
     }
 
     fn round_robin(&self, cursor: &mut u32) -> Option<u32> {
