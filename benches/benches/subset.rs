@@ -78,7 +78,7 @@ fn lookup(c: &mut Criterion) {
             })
         });
         let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
-        let mut peer = FullScan::build(&peer_hosts(&table), &selectors);
+        let mut peer = FullScan::grouped(&peer_hosts(&table), &selectors);
         group.bench_function("mosn-trie", |b| {
             b.iter(|| {
                 i = i.wrapping_add(1);

@@ -176,7 +176,7 @@ type SubsetMap = HashMap<String, HashMap<String, Entry, FxBuildHasher>, FxBuildH
 
 /// MOSN's `LBSubsetEntryImpl`: children and, once initialized, the subset's hosts with a
 /// round-robin child balancer.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Entry {
     children: SubsetMap,
     hosts: Option<Vec<usize>>,
@@ -209,6 +209,30 @@ impl FullScan {
                     entry.hosts = Some(matching.collect());
                     lb.created += 1;
                 }
+            }
+        }
+        lb
+    }
+
+    /// The same trie built by grouping hosts by their values, as MOSN's later indexed build
+    /// leaves it: for lookups in tables where the full scan would take minutes (a key unique
+    /// per host at 100k hosts).
+    pub fn grouped(hosts: &[PeerHost], selectors: &[Vec<String>]) -> FullScan {
+        let mut lb = FullScan {
+            subsets: SubsetMap::default(),
+            created: 0,
+        };
+        for (i, host) in hosts.iter().enumerate() {
+            for keys in selectors {
+                let Some(kvs) = extract(keys, &host.metadata) else {
+                    continue;
+                };
+                let entry = find_or_create(&mut lb.subsets, &kvs);
+                let hosts = entry.hosts.get_or_insert_with(|| {
+                    lb.created += 1;
+                    Vec::new()
+                });
+                hosts.push(i);
             }
         }
         lb
@@ -284,6 +308,9 @@ mod tests {
                 lb.stats().subsets_active,
                 "{scenario:?}"
             );
+            let grouped = FullScan::grouped(&peer_hosts(&table), &selectors);
+            assert_eq!(grouped.subsets(), peer.subsets());
+            assert_eq!(grouped.subsets, peer.subsets);
         }
         assert_eq!(
             FullScan::build(

@@ -241,13 +241,16 @@ impl SubsetLb {
     }
 
     /// Picks a host for a request with metadata `md`; `entropy` drives the random choices
-    /// (pass a fresh random number per request). Allocates nothing.
+    /// (pass a fresh random number per request). Allocates nothing. The host counts one more
+    /// request in flight (least-request) until [`SubsetLb::release`]d.
     pub fn select(&mut self, md: &Metadata, entropy: u64) -> Option<Selection> {
         self.choose(md, entropy, None)
     }
 
-    /// Picks again for a request whose connection to `exclude` failed: another host of the
-    /// set the same lookup finds, or `None` if it has no other host the policy may pick.
+    /// Picks again for a request whose connection to `exclude` failed: the same lookup with
+    /// `exclude` left out of every set it picks from, so another host of the same subset (or,
+    /// where the lookup falls back, of the fallback's set), or `None` if there is none. Release
+    /// both hosts when the request ends.
     pub fn select_retry(
         &mut self,
         md: &Metadata,

@@ -135,7 +135,7 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
         })
         .collect();
     let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
-    let mut peer = FullScan::build(&peer_hosts(&table), &selectors);
+    let mut peer = FullScan::grouped(&peer_hosts(&table), &selectors);
     let mut entropy = 0u64;
     let mut sampler = Sampler::new(cfg);
     for _ in 0..cfg.batches {
