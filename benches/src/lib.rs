@@ -10,5 +10,6 @@ pub mod peers;
 pub mod rfc9578;
 #[cfg(not(target_family = "wasm"))]
 pub mod store;
+pub mod subset;
 pub mod workload;
 pub mod workspace;

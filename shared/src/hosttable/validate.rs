@@ -79,7 +79,7 @@ fn address(index: usize, address: &str) -> Result<(), HostTableError> {
     if address.len() > MAX_ADDRESS_LEN {
         return Err(invalid("longer than 2048 bytes"));
     }
-    match Origin::parse(address) {
+    match Origin::check(address) {
         Ok(_) => Ok(()),
         Err(Error::InvalidOrigin(reason)) => Err(invalid(reason)),
         Err(_) => Err(invalid("unparseable")),

@@ -6,20 +6,26 @@ use core::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
-use roaring::RoaringBitmap;
 
 use super::intern::Interner;
 use super::pickset::{Child, PickSet};
-use super::slot::Slot;
+use super::slot::{Record, Slot};
 use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, keys_hash, subset_hash};
 use crate::{Host, HostTable, SubsetConfig};
 
-/// Host lists at least this long become bitmaps: shorter ones intersect faster by filtering
-/// (a key unique per host never builds a bitmap).
-const DENSE: usize = 64;
+/// A host list becomes a bitset over all slots when it has at least one slot in `DENSE` (then
+/// the bitset is no larger than the list): bitsets intersect a word (64 slots) at a time, while
+/// short lists (a key unique per host) intersect faster by filtering.
+const DENSE: usize = 32;
 
 pub(super) fn build(table: &HostTable) -> SubsetLb {
     let mut lb = SubsetLb::configured(table.version, &table.subset);
+    lb.slots.reserve_exact(table.hosts.len());
+    lb.records.reserve_exact(table.hosts.len());
+    let (state, records) = (&lb.hasher, &lb.records);
+    lb.addresses.reserve(table.hosts.len(), |&s| {
+        state.hash_one(&*records[s as usize].address)
+    });
     for host in &table.hosts {
         lb.push_slot(host);
     }
@@ -67,6 +73,7 @@ impl SubsetLb {
             default: None,
             metadata_fallbacks: Vec::new(),
             slots: Vec::new(),
+            records: Vec::new(),
             free_slots: Vec::new(),
             addresses: HashTable::new(),
             stats: SubsetStats::default(),
@@ -110,16 +117,16 @@ impl SubsetLb {
         let keys = ids(&selector.keys);
         let keys_subset = ids(&selector.fallback_keys_subset);
         let index = self.selectors.len() as u8;
-        let hash = keys_hash(&self.hasher, keys.iter().copied());
+        let hash = keys_hash(keys.iter().copied());
         self.selectors.push(Selector {
             keys,
             fallback: selector.fallback_policy,
             keys_subset,
             single: selector.single_host_per_subset,
         });
-        let (state, selectors) = (&self.hasher, &self.selectors);
+        let selectors = &self.selectors;
         self.selector_table.insert_unique(hash, index, |&s| {
-            keys_hash(state, selectors[usize::from(s)].keys.iter().copied())
+            keys_hash(selectors[usize::from(s)].keys.iter().copied())
         });
     }
 
@@ -143,10 +150,11 @@ impl SubsetLb {
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
-        let kvs = self.host_kvs(host);
-        let slot = Slot {
+        let record = Record {
             address: host.address.as_str().into(),
-            kvs,
+            kvs: self.host_kvs(host),
+        };
+        let slot = Slot {
             weight: host.weight,
             generation: 0,
             held: 0,
@@ -158,17 +166,19 @@ impl SubsetLb {
             Some(s) => {
                 let generation = self.slots[s as usize].generation.wrapping_add(1);
                 self.slots[s as usize] = Slot { generation, ..slot };
+                self.records[s as usize] = record;
                 s
             }
             None => {
                 self.slots.push(slot);
+                self.records.push(record);
                 (self.slots.len() - 1) as u32
             }
         };
         let hash = self.hasher.hash_one(&host.address);
-        let (state, slots) = (&self.hasher, &self.slots);
+        let (state, records) = (&self.hasher, &self.records);
         self.addresses
-            .insert_unique(hash, s, |&s| state.hash_one(&*slots[s as usize].address));
+            .insert_unique(hash, s, |&s| state.hash_one(&*records[s as usize].address));
         self.any.add(s, &mut self.slots);
         s
     }
@@ -205,11 +215,11 @@ impl SubsetLb {
                 (self.subsets.len() - 1) as u32
             }
         };
-        let hash = subset_hash(&self.hasher, selector, kvs.iter().copied());
-        let (state, subsets) = (&self.hasher, &self.subsets);
+        let hash = subset_hash(kvs.iter().copied());
+        let subsets = &self.subsets;
         self.subset_table
-            .insert_unique(hash, i, |&i| match &subsets[i as usize] {
-                Some(s) => subset_hash(state, s.selector, s.kvs.iter().copied()),
+            .insert_unique(hash, (i, set), |&(i, _)| match &subsets[i as usize] {
+                Some(s) => subset_hash(s.kvs.iter().copied()),
                 None => 0,
             });
         self.stats.subsets_created += 1;
@@ -233,11 +243,11 @@ impl SubsetLb {
 }
 
 /// The inverted index: per key=value id, the ascending slots carrying it, as one flat array,
-/// plus a bitmap for the long lists.
+/// plus a bitset for the dense lists.
 struct Index {
     starts: Vec<u32>,
     slots: Vec<u32>,
-    bitmaps: Vec<Option<RoaringBitmap>>,
+    bitsets: Vec<Option<Box<[u64]>>>,
     /// Per key id, its value ids carried by some host.
     values: Vec<Vec<u32>>,
 }
@@ -246,35 +256,35 @@ impl Index {
     fn new(lb: &SubsetLb) -> Index {
         let n = lb.interner.kv_count();
         let mut starts = vec![0u32; n + 1];
-        for slot in &lb.slots {
-            slot.kvs.iter().for_each(|&kv| starts[kv as usize + 1] += 1);
+        for record in &lb.records {
+            record
+                .kvs
+                .iter()
+                .for_each(|&kv| starts[kv as usize + 1] += 1);
         }
         for i in 0..n {
             starts[i + 1] += starts[i];
         }
         let mut fill = starts.clone();
         let mut slots = vec![0u32; starts[n] as usize];
-        for (s, slot) in lb.slots.iter().enumerate() {
-            for &kv in slot.kvs.iter() {
+        for (s, record) in lb.records.iter().enumerate() {
+            for &kv in record.kvs.iter() {
                 slots[fill[kv as usize] as usize] = s as u32;
                 fill[kv as usize] += 1;
             }
         }
+        let words = lb.slots.len().div_ceil(64);
         let mut index = Index {
             starts,
             slots,
-            bitmaps: Vec::with_capacity(n),
+            bitsets: Vec::with_capacity(n),
             values: Vec::new(),
         };
         for kv in 0..n as u32 {
             let list = index.list(kv);
-            let (len, bitmap) = (
-                list.len(),
-                (list.len() >= DENSE)
-                    .then(|| RoaringBitmap::from_sorted_iter(list.iter().copied()).ok())
-                    .flatten(),
-            );
-            index.bitmaps.push(bitmap);
+            let len = list.len();
+            let bitset = (len >= 64 && len * DENSE >= lb.slots.len()).then(|| bitset(list, words));
+            index.bitsets.push(bitset);
             if len > 0 {
                 let key = lb.interner.kv_key(kv) as usize;
                 if index.values.len() <= key {
@@ -297,21 +307,37 @@ impl Index {
 
     /// `cand` (all hosts if `None`) intersected with the hosts carrying `kv`.
     fn intersect<'a>(&'a self, cand: Option<&Cand<'a>>, kv: u32) -> Cand<'a> {
-        let bits = self.bitmaps[kv as usize].as_ref();
+        let bits = self.bitsets[kv as usize].as_deref();
         let list = self.list(kv);
         match (cand, bits) {
             (None, Some(b)) => Cand::Bits(Cow::Borrowed(b)),
             (None, None) => Cand::List(Cow::Borrowed(list)),
-            (Some(Cand::Bits(c)), Some(b)) => Cand::Bits(Cow::Owned(c.as_ref() & b)),
-            (Some(Cand::Bits(c)), None) => {
-                Cand::List(list.iter().filter(|&&s| c.contains(s)).copied().collect())
+            (Some(Cand::Bits(c)), Some(b)) => {
+                Cand::Bits(c.iter().zip(b).map(|(x, y)| x & y).collect())
             }
-            (Some(Cand::List(c)), Some(b)) => {
-                Cand::List(c.iter().filter(|&&s| b.contains(s)).copied().collect())
-            }
+            (Some(Cand::Bits(c)), None) => Cand::List(filter(list, c)),
+            (Some(Cand::List(c)), Some(b)) => Cand::List(filter(c, b)),
             (Some(Cand::List(c)), None) => Cand::List(Cow::Owned(merge(c, list))),
         }
     }
+}
+
+/// The bitset of `slots` over `words` words.
+fn bitset(slots: &[u32], words: usize) -> Box<[u64]> {
+    let mut bits = vec![0u64; words];
+    for &s in slots {
+        bits[s as usize / 64] |= 1 << (s % 64);
+    }
+    bits.into()
+}
+
+fn has(bits: &[u64], s: u32) -> bool {
+    bits[s as usize / 64] & (1 << (s % 64)) != 0
+}
+
+/// The slots of `list` in `bits`.
+fn filter<'a>(list: &[u32], bits: &[u64]) -> Cow<'a, [u32]> {
+    list.iter().copied().filter(|&s| has(bits, s)).collect()
 }
 
 /// Intersection of two ascending lists.
@@ -331,23 +357,34 @@ fn merge(a: &[u32], b: &[u32]) -> Vec<u32> {
     out
 }
 
-/// A set of slots during the walk.
+/// A set of slots during the walk: a bitset over all slots, or an ascending list.
 enum Cand<'a> {
-    Bits(Cow<'a, RoaringBitmap>),
+    Bits(Cow<'a, [u64]>),
     List(Cow<'a, [u32]>),
 }
 
 impl Cand<'_> {
     fn is_empty(&self) -> bool {
         match self {
-            Cand::Bits(b) => b.is_empty(),
+            Cand::Bits(b) => b.iter().all(|&w| w == 0),
             Cand::List(l) => l.is_empty(),
         }
     }
 
     fn to_vec(&self) -> Vec<u32> {
         match self {
-            Cand::Bits(b) => b.iter().collect(),
+            Cand::Bits(b) => {
+                let count = b.iter().map(|w| w.count_ones() as usize).sum();
+                let mut out = Vec::with_capacity(count);
+                for (i, &word) in b.iter().enumerate() {
+                    let mut w = word;
+                    while w != 0 {
+                        out.push((i * 64) as u32 + w.trailing_zeros());
+                        w &= w - 1;
+                    }
+                }
+                out
+            }
             Cand::List(l) => l.to_vec(),
         }
     }

@@ -16,6 +16,8 @@ pub(super) struct Interner {
     /// Per key=value id: its key and its value.
     kvs: Vec<(u32, Box<str>)>,
     kv_table: HashTable<u32>,
+    /// The same ids by key and value strings: a request's pair in one probe.
+    pair_table: HashTable<u32>,
 }
 
 impl Interner {
@@ -60,6 +62,18 @@ impl Interner {
             .copied()
     }
 
+    /// The id of `key`=`value` given as strings, if interned.
+    pub(super) fn pair(&self, key: &str, value: &str) -> Option<u32> {
+        let (keys, kvs) = (&self.keys, &self.kvs);
+        let hash = self.state.hash_one((key, value));
+        self.pair_table
+            .find(hash, |&id| {
+                let (k, v) = &kvs[id as usize];
+                **v == *value && *keys[*k as usize] == *key
+            })
+            .copied()
+    }
+
     /// The id of `key`=`value`, interning it if new.
     pub(super) fn intern_kv(&mut self, key: u32, value: &str) -> u32 {
         if let Some(id) = self.kv(key, value) {
@@ -68,11 +82,16 @@ impl Interner {
         let id = self.kvs.len() as u32;
         let hash = self.kv_hash(key, value);
         self.kvs.push((key, value.into()));
-        let (state, kvs) = (&self.state, &self.kvs);
+        let (state, kvs, keys) = (&self.state, &self.kvs, &self.keys);
         self.kv_table.insert_unique(hash, id, |&id| {
             let (k, v) = &kvs[id as usize];
             state.hash_one((*k, &**v))
         });
+        let pair = |id: &u32| {
+            let (k, v) = &kvs[*id as usize];
+            state.hash_one((&*keys[*k as usize], &**v))
+        };
+        self.pair_table.insert_unique(pair(&id), id, pair);
         id
     }
 
@@ -93,6 +112,7 @@ impl Interner {
         strings
             + self.keys.capacity() * size_of::<Box<str>>()
             + self.kvs.capacity() * size_of::<(u32, Box<str>)>()
-            + (self.key_table.capacity() + self.kv_table.capacity()) * 5
+            + (self.key_table.capacity() + self.kv_table.capacity() + self.pair_table.capacity())
+                * 5
     }
 }

@@ -42,16 +42,20 @@ impl SubsetLb {
         rng: &mut Rng,
         exclude: Option<u32>,
     ) -> Option<super::Selection> {
+        let cut;
         let md = match self.options.allow_redundant_keys {
-            true => self.without_redundant_keys(md),
-            false => *md,
+            true => {
+                cut = self.without_redundant_keys(md);
+                &cut
+            }
+            false => md,
         };
         if !md.is_empty() {
-            if let Some(set) = self.find_subset(&md) {
+            if let Some(set) = self.find_subset(md) {
                 self.stats.subset_hits += 1;
                 return self.pick(Target::Set(set), Fallback::None, rng, exclude);
             }
-            if let Some(selector) = self.selector_for(&md) {
+            if let Some(selector) = self.selector_for(md) {
                 let selector = &self.selectors[usize::from(selector)];
                 match selector.fallback {
                     SelectorFallback::NoFallback => return None,
@@ -107,25 +111,28 @@ impl SubsetLb {
         if md.has_foreign_key() {
             return None;
         }
-        let hash = keys_hash(&self.hasher, md.pairs().iter().map(|&(k, _)| k));
+        let hash = keys_hash(md.pairs().iter().map(|&(k, _)| k));
         let selectors = &self.selectors;
         self.selector_table
             .find(hash, |&s| md.keys_are(&selectors[usize::from(s)].keys))
             .copied()
     }
 
-    /// The set of the subset `md` names exactly.
+    /// The set of the subset `md` names exactly: value ids imply their keys, so one probe on
+    /// them finds it, without looking for the selector first.
     pub(super) fn find_subset(&self, md: &Metadata) -> Option<u32> {
-        let selector = self.selector_for(md)?;
+        if md.has_foreign_key() {
+            return None;
+        }
         let kvs = md.pairs().iter().map(|&(_, kv)| kv);
-        let hash = subset_hash(&self.hasher, selector, kvs.clone());
+        let hash = subset_hash(kvs.clone());
         let subsets = &self.subsets;
-        let found = self.subset_table.find(hash, |&i| {
+        let same = |&(i, _): &(u32, u32)| {
             subsets[i as usize]
                 .as_ref()
-                .is_some_and(|s| s.selector == selector && s.kvs.iter().copied().eq(kvs.clone()))
-        })?;
-        Some(subsets[*found as usize].as_ref()?.set)
+                .is_some_and(|s| s.kvs.iter().copied().eq(kvs.clone()))
+        };
+        self.subset_table.find(hash, same).map(|&(_, set)| set)
     }
 
     fn pick(

@@ -45,9 +45,12 @@ impl Metadata {
     }
 
     pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
+        if let Some(kv) = interner.pair(key, value) {
+            return self.set_ids(interner.kv_key(kv), kv);
+        }
         match interner.key(key) {
             None => self.foreign = true,
-            Some(k) => self.set_ids(k, interner.kv(k, value).unwrap_or(UNKNOWN_VALUE)),
+            Some(k) => self.set_ids(k, UNKNOWN_VALUE),
         }
     }
 

@@ -218,15 +218,24 @@ impl View<'_> {
         slot.alive && (self.panic || slot.healthy) && self.exclude != Some(s)
     }
 
-    /// The first eligible member from `start` on, wrapping; its index.
+    /// The first eligible member from `start` (< n) on, wrapping; its index.
     fn scan(&self, start: u32) -> Option<u32> {
-        (0..self.n)
-            .map(|step| (start + step) % self.n)
-            .find(|&i| self.ok(self.at(i)))
+        let mut i = start;
+        for _ in 0..self.n {
+            if self.ok(self.at(i)) {
+                return Some(i);
+            }
+            i += 1;
+            if i == self.n {
+                i = 0;
+            }
+        }
+        None
     }
 
     fn round_robin(&self, cursor: &mut u32) -> Option<u32> {
-        let i = self.scan(*cursor % self.n)?;
+        let start = if *cursor < self.n { *cursor } else { 0 };
+        let i = self.scan(start)?;
         *cursor = i + 1;
         Some(self.at(i))
     }

@@ -285,6 +285,25 @@ proptest! {
         prop_assert_eq!(rebuilt.stats().subsets_active, lb.stats().subsets_active);
     }
 
+    /// Tables large enough for the dense key=value lists to become bitsets (64 slots and more).
+    #[test]
+    fn large_tables_agree_with_reference(
+        parts in prop::collection::vec(host_parts(), 200..700),
+        config in config(),
+        requests in prop::collection::vec(pairs(4), 1..12),
+        ops in prop::collection::vec(op(), 0..6),
+    ) {
+        let mut hosts: Vec<Host> = parts.into_iter().enumerate().map(|(i, p)| host(i, p)).collect();
+        let table = HostTable { version: 1, hosts: hosts.clone(), subset: config.clone() };
+        let mut lb = SubsetLb::build(&table).unwrap();
+        agree(&mut lb, &hosts, &config, &requests);
+        let mut next = hosts.len();
+        for op in ops {
+            apply(&mut lb, &mut hosts, &mut next, op);
+        }
+        agree(&mut lb, &hosts, &config, &requests);
+    }
+
     #[test]
     fn every_host_is_picked_from_its_subset(n in 1usize..40, seed in any::<u64>()) {
         let hosts: Vec<Host> = (0..n).map(|i| host(i, (BTreeMap::from([("a".into(), (i % 3).to_string())]), true, 1))).collect();

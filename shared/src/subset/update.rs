@@ -112,7 +112,7 @@ impl SubsetLb {
     /// Each (selector, value ids) the host of slot `s` belongs to: one per selector whose keys
     /// it all has, or several with `list_as_any` (every combination of its list elements).
     fn memberships(&self, s: u32) -> Vec<(u8, Vec<u32>)> {
-        let kvs = &self.slots[s as usize].kvs;
+        let kvs = &self.records[s as usize].kvs;
         let mut out = Vec::new();
         for (i, selector) in self.selectors.iter().enumerate() {
             let mut combos: Vec<Vec<u32>> = vec![Vec::new()];
@@ -133,14 +133,14 @@ impl SubsetLb {
     }
 
     fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
-        let hash = subset_hash(&self.hasher, selector, kvs.iter().copied());
+        let hash = subset_hash(kvs.iter().copied());
         let subsets = &self.subsets;
-        let same = |&i: &u32| {
+        let same = |&(i, _): &(u32, u32)| {
             subsets[i as usize]
                 .as_ref()
                 .is_some_and(|s| s.selector == selector && *s.kvs == *kvs)
         };
-        self.subset_table.find(hash, same).copied()
+        self.subset_table.find(hash, same).map(|&(i, _)| i)
     }
 
     /// The existing subsets of slot `s`.
@@ -206,8 +206,13 @@ impl SubsetLb {
         copy.refs = subsets.len() as u32;
         let copy = self.push_set(copy);
         for &i in subsets {
-            if let Some(subset) = &mut self.subsets[i as usize] {
-                subset.set = copy;
+            let Some(subset) = &mut self.subsets[i as usize] else {
+                continue;
+            };
+            subset.set = copy;
+            let hash = subset_hash(subset.kvs.iter().copied());
+            if let Some(entry) = self.subset_table.find_mut(hash, |&(x, _)| x == i) {
+                entry.1 = copy;
             }
         }
     }
@@ -220,8 +225,8 @@ impl SubsetLb {
         if self.sets[set as usize].live > 0 {
             return;
         }
-        let hash = subset_hash(&self.hasher, subset.selector, subset.kvs.iter().copied());
-        if let Ok(entry) = self.subset_table.find_entry(hash, |&x| x == i) {
+        let hash = subset_hash(subset.kvs.iter().copied());
+        if let Ok(entry) = self.subset_table.find_entry(hash, |&(x, _)| x == i) {
             entry.remove();
         }
         self.subsets[i as usize] = None;
@@ -272,7 +277,7 @@ impl SubsetLb {
 
     /// Whether slot `s` belongs to the configured default subset.
     fn in_default(&self, s: u32) -> bool {
-        let kvs = &self.slots[s as usize].kvs;
+        let kvs = &self.records[s as usize].kvs;
         self.default
             .as_ref()
             .is_some_and(|(default, _)| default.iter().all(|d| kvs.contains(d)))

@@ -1,0 +1,281 @@
+//! The subset load balancing benchmarks as a plain binary, so they run where criterion cannot:
+//! compiled to `wasm32-wasip1` under Node (V8, the engine Workers run) by
+//! `scripts/bench-subset.sh`. Built natively it prints the same tables, for a side-by-side read.
+//!
+//!   subset_wasm [--batches N] [--batch-ms MS] [--peer-rounds N] [--max-hosts N]
+//!
+//! - build: `SubsetLb::build` (build + drop), which validates the table first, and
+//!   `HostTable::validate` alone, of each scenario at 8k and 100k hosts beside
+//!   MOSN's full-scan build ([`FullScan`]), which runs `--peer-rounds` times (its 100k builds
+//!   take seconds; the unique-key scenario's would take minutes and is extrapolated from 8k by
+//!   its O(n^2) cost instead). Retained bytes are measured by a counting global allocator: live
+//!   heap bytes with the load balancer built minus before (the host table itself excluded).
+//! - lookup: `select` + `release` with metadata set once (pre-interned), or set from raw
+//!   strings per request, beside MOSN's trie of hash maps over the same strings.
+//! - update: one host removed and added back, and its health toggled, at 100k hosts.
+//!
+//! Build and lookup cells are medians over batches, peers interleaved batch by batch.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use edgewise::{HostTable, Metadata, SubsetLb};
+use edgewise_benches::batch::{Config, Sampler, TARGET, fmt_ns};
+use edgewise_benches::subset::{FullScan, SIZES, Scenario, peer_hosts, sorted};
+
+/// Live heap bytes.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+struct Counting;
+
+// SAFETY: every call goes unchanged to the system allocator, which upholds the `GlobalAlloc`
+// contract; the bookkeeping is one relaxed atomic add or sub, which never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        // SAFETY: our caller's layout contract, passed on.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System.alloc` with this layout.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        // SAFETY: `ptr` came from `System` with `layout`; `new_size` is our caller's.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const SEED: u64 = 0x5eed;
+const REQUESTS: usize = 1024;
+const MIB: f64 = 1024.0 * 1024.0;
+
+fn build_row(cfg: &Config, scenario: Scenario, n: usize, peer_rounds: usize) {
+    let table = scenario.table(n, SEED);
+    let before = LIVE.load(Ordering::Relaxed);
+    let lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
+    let retained = LIVE.load(Ordering::Relaxed) - before;
+    let (subsets, index) = (lb.stats().subsets_active, lb.index_heap_bytes());
+    drop(lb);
+    let mut sampler = Sampler::new(cfg);
+    for _ in 0..cfg.batches {
+        sampler.batch("validate", 1, || table.validate().is_ok());
+        sampler.batch("build", 1, || SubsetLb::build(&table).map(|lb| lb.len()));
+    }
+    let (checks, build) = (median(&sampler, "validate"), median(&sampler, "build"));
+    let (peer, peer_note) = full_scan(&table, scenario, n, peer_rounds);
+    println!(
+        "{:<7} {:>7} {:>7} {:>9} {:>9} {:>9} {:>12}{} {:>7.0}x {:>7.0}x {:>9.2} {:>9.2}",
+        scenario.name(),
+        n,
+        subsets,
+        fmt_ms(build),
+        fmt_ms(checks),
+        fmt_ms(build - checks),
+        fmt_ms(peer),
+        peer_note,
+        peer / build,
+        peer / (build - checks),
+        retained as f64 / MIB,
+        index as f64 / MIB,
+    );
+}
+
+/// Median ns of MOSN's full-scan build, or an O(n^2) extrapolation from 8k hosts where one
+/// build would take minutes (`*`).
+fn full_scan(table: &HostTable, scenario: Scenario, n: usize, rounds: usize) -> (f64, char) {
+    let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
+    if scenario == Scenario::Unique && n > 20_000 {
+        let small = scenario.table(SIZES[0], SEED);
+        let (at_8k, _) = full_scan(&small, scenario, SIZES[0], rounds);
+        let scale = (n as f64 / SIZES[0] as f64).powi(2);
+        return (at_8k * scale, '*');
+    }
+    let hosts = peer_hosts(table);
+    let mut times: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            black_box(FullScan::build(&hosts, &selectors).subsets());
+            start.elapsed().as_nanos() as f64
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    (times[times.len() / 2], ' ')
+}
+
+fn median(sampler: &Sampler<'_>, name: &str) -> f64 {
+    sampler.median(name).unwrap_or(f64::NAN)
+}
+
+fn fmt_ms(ns: f64) -> String {
+    format!("{:.3}", ns / 1e6)
+}
+
+fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
+    let table = scenario.table(n, SEED);
+    let mut lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
+    let requests = scenario.requests(&table, REQUESTS, SEED ^ 1);
+    let mds: Vec<Metadata> = requests
+        .iter()
+        .map(|r| {
+            let mut md = lb.metadata();
+            r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+            md
+        })
+        .collect();
+    let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
+    let mut peer = FullScan::grouped(&peer_hosts(&table), &selectors);
+    let mut entropy = 0u64;
+    let mut sampler = Sampler::new(cfg);
+    for _ in 0..cfg.batches {
+        sampler.batch("pre-interned", REQUESTS, || {
+            let mut sum = 0;
+            for md in &mds {
+                entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                sum += pick(&mut lb, md, entropy);
+            }
+            sum
+        });
+        sampler.batch("raw-strings", REQUESTS, || {
+            let mut sum = 0;
+            for r in &requests {
+                let mut md = lb.metadata();
+                r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+                entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                sum += pick(&mut lb, &md, entropy);
+            }
+            sum
+        });
+        sampler.batch("mosn-trie", REQUESTS, || {
+            requests
+                .iter()
+                .filter_map(|r| peer.choose(r))
+                .sum::<usize>()
+        });
+    }
+    let m = |name| sampler.median(name).unwrap_or(f64::NAN);
+    let (pre, raw, mosn) = (m("pre-interned"), m("raw-strings"), m("mosn-trie"));
+    println!(
+        "{:<7} {:>7} {:>4} {:>13} {:>12} {:>10} {:>9.1}x",
+        scenario.name(),
+        n,
+        requests[0].len(),
+        fmt_ns(pre),
+        fmt_ns(raw),
+        fmt_ns(mosn),
+        mosn / raw,
+    );
+}
+
+fn pick(lb: &mut SubsetLb, md: &Metadata, entropy: u64) -> usize {
+    match lb.select(md, entropy) {
+        Some(s) => {
+            lb.release(s.host);
+            usize::from(s.panic)
+        }
+        None => 1,
+    }
+}
+
+fn update_row(cfg: &Config, scenario: Scenario, n: usize, build_ns: f64) {
+    let table = scenario.table(n, SEED);
+    let mut lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
+    let mut i = 0usize;
+    let mut sampler = Sampler::new(cfg);
+    for _ in 0..cfg.batches {
+        sampler.batch("remove+add", 2, || {
+            i = (i + 7919) % n;
+            let host = &table.hosts[i];
+            let removed = lb.remove_host(&host.address).is_ok();
+            let added = lb.add_host(host.clone()).is_ok();
+            usize::from(removed && added)
+        });
+        sampler.batch("health", 2, || {
+            i = (i + 7919) % n;
+            let address = &table.hosts[i].address;
+            let down = lb.set_healthy(address, false).is_ok();
+            let up = lb.set_healthy(address, true).is_ok();
+            usize::from(down && up)
+        });
+    }
+    let m = |name| sampler.median(name).unwrap_or(f64::NAN);
+    let (churn, health) = (m("remove+add"), m("health"));
+    println!(
+        "{:<7} {:>7} {:>16} {:>13} {:>16.0}x",
+        scenario.name(),
+        n,
+        fmt_ns(churn),
+        fmt_ns(health),
+        build_ns / churn,
+    );
+}
+
+fn main() -> ExitCode {
+    let (mut peer_rounds, mut max_hosts) = (3usize, SIZES[1]);
+    let extra = |flag: &str, n: u64| {
+        let target = match flag {
+            "--peer-rounds" => &mut peer_rounds,
+            "--max-hosts" => &mut max_hosts,
+            _ => return false,
+        };
+        *target = n as usize;
+        true
+    };
+    let usage = " [--peer-rounds N] [--max-hosts N]";
+    let cfg = &match Config::new(15, 20, 200).from_args("subset_wasm", usage, extra) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
+    };
+    let sizes: Vec<usize> = SIZES.into_iter().filter(|&n| n <= max_hosts).collect();
+    println!(
+        "edgewise subset bench, {TARGET}: median of {} batches of ~{} ms (full scan: median of {} \
+         builds); build = build + drop; retained = live heap bytes of the built SubsetLb (index \
+         = its index alone, without host records)",
+        cfg.batches,
+        cfg.batch.as_millis(),
+        peer_rounds,
+    );
+    println!(
+        "\nbuild ms: build = validate + index (index = build - validate, the like-for-like \
+         figure: MOSN's build starts from parsed hosts); speedup = full-scan / build, / index"
+    );
+    println!(
+        "scenario  hosts subsets     build  validate     index    full-scan   x build x index \
+         retainMiB  indexMiB"
+    );
+    for scenario in Scenario::ALL {
+        for &n in &sizes {
+            build_row(cfg, scenario, n, peer_rounds);
+        }
+    }
+    println!("  (* extrapolated from 8k hosts: n^2)");
+    println!(
+        "\nlookup      hosts keys pre-interned  raw-strings  mosn-trie  mosn/raw   (ns per request)"
+    );
+    for scenario in Scenario::ALL {
+        for &n in &sizes {
+            lookup_row(cfg, scenario, n);
+        }
+    }
+    println!("\nupdate      hosts remove/add ns/op  health ns/op  full rebuild / op");
+    for scenario in Scenario::ALL {
+        let n = *sizes.last().unwrap_or(&SIZES[0]);
+        let table = scenario.table(n, SEED);
+        let mut sampler = Sampler::new(cfg);
+        sampler.batches("build", 1, || SubsetLb::build(&table).map(|lb| lb.len()));
+        let build_ns = sampler.median("build").unwrap_or(f64::NAN);
+        update_row(cfg, scenario, n, build_ns);
+    }
+    ExitCode::SUCCESS
+}

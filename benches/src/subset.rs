@@ -1,0 +1,335 @@
+//! Subset load balancing workloads and the peer `edgewise::SubsetLb` is measured against,
+//! shared by the criterion bench (`benches/subset.rs`) and the `subset_wasm` binary (native and
+//! `wasm32-wasip1` under Node).
+//!
+//! Scenarios (issue 4):
+//! - [`Scenario::FourByThree`]: 4 keys, each with one of 3 random values per host, and all 15
+//!   selectors over them (255 subsets): the benchmark of the MOSN article.
+//! - [`Scenario::Mosn`]: MOSN's own benchmark scheme: `zone` random over 3 values, three labels
+//!   constant across hosts, 15 selectors over the 4 keys.
+//! - [`Scenario::Unique`]: one key whose value is unique per host (Envoy's worst case, one
+//!   subset per host).
+//!
+//! The peer, [`FullScan`], is MOSN's build before its inverted index (`createSubsets` in
+//! `pkg/upstream/cluster/subset_loadbalancer.go`, written anew in Rust): for each host and each
+//! selector, find or create the subset of the host's values in a trie of hash maps, and when it
+//! is new, filter all hosts with `HostMatches` into its host list: O(subsets x hosts x keys).
+
+use std::collections::HashMap;
+
+use edgewise::{Host, HostTable, SubsetConfig, SubsetSelector};
+use rustc_hash::FxBuildHasher;
+
+use crate::workload::SplitMix64;
+
+/// Host counts of the build benchmarks.
+pub const SIZES: [usize; 2] = [8_000, 100_000];
+
+/// A host table shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// (a) 4 keys x 3 random values, all 15 selectors.
+    FourByThree,
+    /// (b) zone random over 3, three constant labels, all 15 selectors.
+    Mosn,
+    /// (c) one key unique per host, one selector.
+    Unique,
+}
+
+impl Scenario {
+    /// All three, in table order.
+    pub const ALL: [Scenario; 3] = [Scenario::FourByThree, Scenario::Mosn, Scenario::Unique];
+
+    /// Short name for tables and bench ids.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::FourByThree => "4x3",
+            Scenario::Mosn => "mosn",
+            Scenario::Unique => "unique",
+        }
+    }
+
+    fn keys(self) -> &'static [&'static str] {
+        match self {
+            Scenario::FourByThree => &["k0", "k1", "k2", "k3"],
+            Scenario::Mosn => &["zone", "mosn_aig", "mosn_version", "mosn_env"],
+            Scenario::Unique => &["id"],
+        }
+    }
+
+    /// The label values of host `i`.
+    fn labels(self, i: usize, rng: &mut SplitMix64) -> Vec<(&'static str, String)> {
+        let keys = self.keys();
+        match self {
+            Scenario::FourByThree => keys
+                .iter()
+                .map(|&k| (k, format!("v{}", rng.below(3))))
+                .collect(),
+            Scenario::Mosn => vec![
+                (keys[0], format!("zone{}", rng.below(3))),
+                (keys[1], "aig1".into()),
+                (keys[2], "1.0.0".into()),
+                (keys[3], "prod".into()),
+            ],
+            Scenario::Unique => vec![(keys[0], format!("host-{i}"))],
+        }
+    }
+
+    /// The subset selectors: every non-empty subset of the keys.
+    pub fn selectors(self) -> Vec<Vec<String>> {
+        let keys = self.keys();
+        (1..1u32 << keys.len())
+            .map(|mask| {
+                (0..keys.len())
+                    .filter(|b| mask & (1 << b) != 0)
+                    .map(|b| keys[b].to_owned())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// A table of `n` hosts, the same for a given seed on every target.
+    pub fn table(self, n: usize, seed: u64) -> HostTable {
+        let mut rng = SplitMix64::new(seed);
+        let hosts = (0..n)
+            .map(|i| {
+                let mut host = Host::new(address(i));
+                for (k, v) in self.labels(i, &mut rng) {
+                    host = host.with_label(k, v);
+                }
+                host
+            })
+            .collect();
+        let subset = SubsetConfig {
+            selectors: self
+                .selectors()
+                .into_iter()
+                .map(SubsetSelector::new)
+                .collect(),
+            ..SubsetConfig::default()
+        };
+        HostTable {
+            version: 1,
+            hosts,
+            subset,
+        }
+    }
+
+    /// `count` requests carrying every key of the scenario, with values of random hosts (so
+    /// each names an existing subset).
+    pub fn requests(
+        self,
+        table: &HostTable,
+        count: usize,
+        seed: u64,
+    ) -> Vec<Vec<(String, String)>> {
+        let mut rng = SplitMix64::new(seed);
+        (0..count)
+            .map(|_| {
+                let host = &table.hosts[rng.below(table.hosts.len())];
+                host.labels
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+/// The address of host `i`: distinct for up to 16M hosts.
+pub fn address(i: usize) -> String {
+    format!(
+        "http://10.{}.{}.{}:8080",
+        (i >> 16) & 255,
+        (i >> 8) & 255,
+        i & 255
+    )
+}
+
+/// A host as MOSN holds it: address and a metadata map.
+#[derive(Debug, Clone)]
+pub struct PeerHost {
+    /// The address.
+    pub address: String,
+    /// Labels, as Go's `map[string]string`.
+    pub metadata: HashMap<String, String, FxBuildHasher>,
+}
+
+/// The peer's hosts for a table.
+pub fn peer_hosts(table: &HostTable) -> Vec<PeerHost> {
+    table
+        .hosts
+        .iter()
+        .map(|h| PeerHost {
+            address: h.address.clone(),
+            metadata: h
+                .labels
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        })
+        .collect()
+}
+
+/// MOSN's `types.LbSubsetMap`: key -> value -> entry.
+type SubsetMap = HashMap<String, HashMap<String, Entry, FxBuildHasher>, FxBuildHasher>;
+
+/// MOSN's `LBSubsetEntryImpl`: children and, once initialized, the subset's hosts with a
+/// round-robin child balancer.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Entry {
+    children: SubsetMap,
+    hosts: Option<Vec<usize>>,
+    next: usize,
+}
+
+/// MOSN's subset load balancer with the full-scan build.
+#[derive(Debug)]
+pub struct FullScan {
+    subsets: SubsetMap,
+    created: usize,
+}
+
+impl FullScan {
+    /// `createSubsets`: for each host and selector, the subset of the host's values, made by
+    /// filtering every host when new. `selectors` are sorted key lists.
+    pub fn build(hosts: &[PeerHost], selectors: &[Vec<String>]) -> FullScan {
+        let mut lb = FullScan {
+            subsets: SubsetMap::default(),
+            created: 0,
+        };
+        for host in hosts {
+            for keys in selectors {
+                let Some(kvs) = extract(keys, &host.metadata) else {
+                    continue;
+                };
+                let entry = find_or_create(&mut lb.subsets, &kvs);
+                if entry.hosts.is_none() {
+                    let matching = (0..hosts.len()).filter(|&i| host_matches(&kvs, &hosts[i]));
+                    entry.hosts = Some(matching.collect());
+                    lb.created += 1;
+                }
+            }
+        }
+        lb
+    }
+
+    /// The same trie built by grouping hosts by their values, as MOSN's later indexed build
+    /// leaves it: for lookups in tables where the full scan would take minutes (a key unique
+    /// per host at 100k hosts).
+    pub fn grouped(hosts: &[PeerHost], selectors: &[Vec<String>]) -> FullScan {
+        let mut lb = FullScan {
+            subsets: SubsetMap::default(),
+            created: 0,
+        };
+        for (i, host) in hosts.iter().enumerate() {
+            for keys in selectors {
+                let Some(kvs) = extract(keys, &host.metadata) else {
+                    continue;
+                };
+                let entry = find_or_create(&mut lb.subsets, &kvs);
+                let hosts = entry.hosts.get_or_insert_with(|| {
+                    lb.created += 1;
+                    Vec::new()
+                });
+                hosts.push(i);
+            }
+        }
+        lb
+    }
+
+    /// Subsets created.
+    pub fn subsets(&self) -> usize {
+        self.created
+    }
+
+    /// `findSubset` over criteria sorted by key, then the subset's round robin; a host index.
+    pub fn choose(&mut self, criteria: &[(String, String)]) -> Option<usize> {
+        let mut map = &mut self.subsets;
+        let (last, init) = criteria.split_last()?;
+        for (k, v) in init {
+            map = &mut map.get_mut(k)?.get_mut(v)?.children;
+        }
+        let entry = map.get_mut(&last.0)?.get_mut(&last.1)?;
+        let hosts = entry.hosts.as_ref()?;
+        entry.next = entry.next.wrapping_add(1);
+        hosts.get(entry.next % hosts.len().max(1)).copied()
+    }
+}
+
+/// `ExtractSubsetMetadata`: the host's value for each key, if it has them all.
+fn extract(
+    keys: &[String],
+    metadata: &HashMap<String, String, FxBuildHasher>,
+) -> Option<Vec<(String, String)>> {
+    keys.iter()
+        .map(|k| Some((k.clone(), metadata.get(k)?.clone())))
+        .collect()
+}
+
+fn find_or_create<'m>(subsets: &'m mut SubsetMap, kvs: &[(String, String)]) -> &'m mut Entry {
+    let (name, value) = &kvs[0];
+    let entry = subsets
+        .entry(name.clone())
+        .or_default()
+        .entry(value.clone())
+        .or_default();
+    match kvs.len() {
+        1 => entry,
+        _ => find_or_create(&mut entry.children, &kvs[1..]),
+    }
+}
+
+/// `HostMatches`.
+fn host_matches(kvs: &[(String, String)], host: &PeerHost) -> bool {
+    kvs.iter()
+        .all(|(k, v)| host.metadata.get(k).is_some_and(|value| value == v))
+}
+
+/// MOSN's selectors are sorted key sets (`types.InitSet`); requests' criteria are sorted too.
+pub fn sorted(mut keys: Vec<String>) -> Vec<String> {
+    keys.sort();
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peer_and_edgewise_make_the_same_subsets() {
+        for scenario in Scenario::ALL {
+            let table = scenario.table(600, 7);
+            let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
+            let peer = FullScan::build(&peer_hosts(&table), &selectors);
+            let lb = edgewise::SubsetLb::build(&table).unwrap();
+            assert_eq!(
+                peer.subsets() as u64,
+                lb.stats().subsets_active,
+                "{scenario:?}"
+            );
+            let grouped = FullScan::grouped(&peer_hosts(&table), &selectors);
+            assert_eq!(grouped.subsets(), peer.subsets());
+            assert_eq!(grouped.subsets, peer.subsets);
+        }
+        assert_eq!(
+            FullScan::build(
+                &peer_hosts(&Scenario::FourByThree.table(8000, 1)),
+                &Scenario::FourByThree.selectors()
+            )
+            .subsets(),
+            255
+        );
+    }
+
+    #[test]
+    fn peer_lookup_finds_matching_hosts() {
+        let table = Scenario::FourByThree.table(500, 3);
+        let hosts = peer_hosts(&table);
+        let mut peer = FullScan::build(&hosts, &Scenario::FourByThree.selectors());
+        for request in Scenario::FourByThree.requests(&table, 50, 9) {
+            let i = peer.choose(&request).unwrap();
+            assert!(host_matches(&request, &hosts[i]));
+        }
+    }
+}
