@@ -144,8 +144,19 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
             }
             (Ok(Some((table, etag))), _) => match build(&table, etag, now) {
                 Ok(live) => {
-                    console_log!("edgewise: routing by host table version {}", table.version);
-                    *slot = Some(live);
+                    let stats = live.lb.stats();
+                    console_log!(
+                        "edgewise: routing by host table version {} ({} hosts, {} subsets)",
+                        table.version,
+                        live.lb.len(),
+                        stats.subsets_active
+                    );
+                    if let Some(old) = slot.replace(live) {
+                        console_log!(
+                            "edgewise: the previous table's routing: {:?}",
+                            old.lb.stats()
+                        );
+                    }
                     return Ok(());
                 }
                 Err(why) => why,
