@@ -38,11 +38,11 @@ use alloc::{collections::BTreeMap, string::String, vec::Vec};
 pub use config::{FallbackPolicy, LbPolicy, SelectorFallback, SubsetConfig, SubsetSelector};
 pub use error::HostTableError;
 pub(crate) use error::shown;
-pub(crate) use validate::host as validate_host;
 pub use validate::{
     MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS,
     MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
+pub(crate) use validate::{config as validate_config, host as validate_host};
 
 /// The upstream hosts and how requests are divided among them.
 #[derive(

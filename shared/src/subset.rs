@@ -217,10 +217,15 @@ pub struct SubsetLb {
 }
 
 impl SubsetLb {
-    /// Validates `table` and builds its index.
+    /// Validates `table` (refusing it as [`HostTable::validate`] does) and builds its index.
+    /// The checks run inside the build's own pass over the hosts, so a table already
+    /// validated costs little to check again.
     pub fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        table.validate()?;
-        Ok(build::build(table))
+        build::build(table).map_err(|()| match table.validate() {
+            Err(e) => e.into(),
+            // The build refuses only what validation refuses.
+            Ok(()) => crate::HostTableError::Malformed.into(),
+        })
     }
 
     /// The version of the table it was built from.
@@ -363,7 +368,11 @@ impl SubsetLb {
     }
 
     fn find_address(&self, address: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(address);
+        self.find_hashed(self.hasher.hash_one(address), address)
+    }
+
+    /// The slot of `address`, whose hash is `hash`.
+    fn find_hashed(&self, hash: u64, address: &str) -> Option<u32> {
         let records = &self.records;
         self.addresses
             .find(hash, |&s| &*records[s as usize].address == address)

@@ -115,7 +115,7 @@ fn key(key: &str, place: impl Fn() -> String) -> Result<(), HostTableError> {
     Ok(())
 }
 
-fn config(config: &SubsetConfig) -> Result<(), HostTableError> {
+pub(crate) fn config(config: &SubsetConfig) -> Result<(), HostTableError> {
     if config.selectors.len() > MAX_SELECTORS {
         return Err(HostTableError::TooManySelectors(config.selectors.len()));
     }

@@ -11,6 +11,7 @@ use super::intern::Interner;
 use super::pickset::{Child, PickSet};
 use super::slot::{Record, Slot};
 use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, keys_hash, subset_hash};
+use crate::hosttable::{MAX_HOSTS, validate_config, validate_host};
 use crate::{Host, HostTable, SubsetConfig};
 
 /// A host list becomes a bitset over all slots when it has at least one slot in `DENSE` (then
@@ -18,7 +19,12 @@ use crate::{Host, HostTable, SubsetConfig};
 /// short lists (a key unique per host) intersect faster by filtering.
 const DENSE: usize = 32;
 
-pub(super) fn build(table: &HostTable) -> SubsetLb {
+/// The index of a table, or `Err` if the table breaks a rule of [`HostTable::validate`] (the
+/// caller asks it which one: errors are rare, and this pass stays lean).
+pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
+    if table.hosts.len() > MAX_HOSTS || validate_config(&table.subset).is_err() {
+        return Err(());
+    }
     let mut lb = SubsetLb::configured(table.version, &table.subset);
     lb.slots.reserve_exact(table.hosts.len());
     lb.records.reserve_exact(table.hosts.len());
@@ -26,8 +32,12 @@ pub(super) fn build(table: &HostTable) -> SubsetLb {
     lb.addresses.reserve(table.hosts.len(), |&s| {
         state.hash_one(&*records[s as usize].address)
     });
-    for host in &table.hosts {
-        lb.push_slot(host);
+    for (index, host) in table.hosts.iter().enumerate() {
+        let hash = lb.hasher.hash_one(&host.address);
+        if validate_host(index, host).is_err() || lb.find_hashed(hash, &host.address).is_some() {
+            return Err(());
+        }
+        lb.push_slot_hashed(host, hash);
     }
     let index = Index::new(&lb);
     let trie = Trie::new(&lb.selectors);
@@ -42,7 +52,7 @@ pub(super) fn build(table: &HostTable) -> SubsetLb {
         walk.node(root, None);
     }
     lb.build_default(&index);
-    lb
+    Ok(lb)
 }
 
 impl SubsetLb {
@@ -133,8 +143,8 @@ impl SubsetLb {
     /// The host's key=value ids, sorted by key then id, interning new ones.
     pub(super) fn host_kvs(&mut self, host: &Host) -> Box<[u32]> {
         let mut kvs = Vec::with_capacity(host.labels.len());
-        for (k, v) in &host.labels {
-            let key = self.interner.intern_key(k);
+        for (position, (k, v)) in host.labels.iter().enumerate() {
+            let key = self.interner.intern_key_at(position, k);
             if self.options.list_as_any {
                 kvs.extend(v.split(',').map(|item| self.interner.intern_kv(key, item)));
             } else {
@@ -150,6 +160,12 @@ impl SubsetLb {
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
+        let hash = self.hasher.hash_one(&host.address);
+        self.push_slot_hashed(host, hash)
+    }
+
+    /// [`SubsetLb::push_slot`] with the address's hash already made.
+    fn push_slot_hashed(&mut self, host: &Host, hash: u64) -> u32 {
         let record = Record {
             address: host.address.as_str().into(),
             kvs: self.host_kvs(host),
@@ -175,7 +191,6 @@ impl SubsetLb {
                 (self.slots.len() - 1) as u32
             }
         };
-        let hash = self.hasher.hash_one(&host.address);
         let (state, records) = (&self.hasher, &self.records);
         self.addresses
             .insert_unique(hash, s, |&s| state.hash_one(&*records[s as usize].address));

@@ -45,12 +45,9 @@ impl Metadata {
     }
 
     pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
-        if let Some(kv) = interner.pair(key, value) {
-            return self.set_ids(interner.kv_key(kv), kv);
-        }
-        match interner.key(key) {
+        match interner.pair(key, value) {
             None => self.foreign = true,
-            Some(k) => self.set_ids(k, UNKNOWN_VALUE),
+            Some((k, kv)) => self.set_ids(k, kv.unwrap_or(UNKNOWN_VALUE)),
         }
     }
 
