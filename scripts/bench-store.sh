@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Runs the feature-store benchmark (benches/src/bin/store_latency.rs): edgewise's store beside
-# Cloudflare's mmap-sync 2.0.4 in one run, on the same tables (default 1M keys x 64 floats):
-# publish time, validation time, guard cost, per-lookup latency percentiles (uniform and hot
-# keys) without and with a writer process publishing the whole table back to back. Arguments
-# go to the binary:
+# Cloudflare's mmap-sync 2.0.4 and beside bliss's "before" path (the memcached text protocol over
+# edgewised's Unix socket, the daemon running in the benchmark process), in one run, on the same
+# tables of 64 floats a key. It prints Markdown tables: publish time, validation, guard cost,
+# lookup latency percentiles (uniform, Zipf s=1 and hot keys) with no writer, two readers vs one,
+# then for 1k, 100k and 1M keys the latency of each peer while a writer process publishes the
+# whole table back to back (10 s per peer and key count), the publishes made meanwhile, and
+# resident memory relative to the raw payload. About 3-4 minutes on 2 cores. Arguments go to the
+# binary:
 #
 #   scripts/bench-store.sh [--keys N] [--dims D] [--samples N] [--secs S] [--dir DIR]
 #
-# The store lives in /dev/shm (tmpfs, as a production store would: nothing is written back to a
-# disk) unless --dir says otherwise. Needs ~3 GiB of memory at 1M keys: both peers' files and
+# The stores live in /dev/shm (tmpfs, as a production store would: nothing is written back to a
+# disk) unless --dir says otherwise. Needs ~4 GiB of memory at 1M keys: the peers' files and
 # their writers' in-memory tables.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"

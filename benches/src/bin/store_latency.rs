@@ -1,31 +1,43 @@
-//! The feature store beside mmap-sync 2.0.4 (Cloudflare's bliss library), in one run, on the
-//! same tables: `KEYS` keys (default 1M) of `DIMS` floats (64).
+//! The feature store beside its two peers, in one run, on the same tables of `DIMS` floats
+//! (64) per key: Cloudflare's mmap-sync 2.0.4 (bliss's library, rkyv 0.7) and bliss's "before"
+//! path, `get features:<key>` in the memcached text protocol over edgewised's Unix socket.
 //!
 //!   store_latency [--keys N] [--dims D] [--samples N] [--secs S] [--dir DIR]
 //!   (scripts/bench-store.sh runs it in release, in /dev/shm)
 //!
-//! 1. publish time of the whole table (no reader);
+//! With `N` keys (default 1M):
+//! 1. publish time of the whole table (no reader), including edgewised's end-to-end replace;
 //! 2. validation: a reader's first read of a new version (edgewise: checksum, bytecheck and the
 //!    table checks, once per version) vs mmap-sync's `read(check_bytes = true)` (every read);
 //! 3. guard cost: read + drop of the guard, on a 1k-key store;
-//! 4. per-lookup latency (guard, table, key, sum of the vector), uniform keys and 1k hot keys,
-//!    peers interleaved in chunks of 10k lookups;
-//! 5. two reader threads at once against one;
-//! 6. the same lookups while a writer process publishes the whole table back to back, `S`
-//!    seconds per peer.
+//! 4. per-lookup latency with no writer, uniform, Zipf and 1k hot keys, peers interleaved;
+//! 5. two reader threads at once against one.
+//!
+//! Then, for 1k, 100k and `N` keys, each peer for `S` seconds (default 10) while a writer
+//! publishes the whole table back to back -- a separate process for the mapped peers, the
+//! daemon's own publisher thread for the socket -- with uniform and Zipf (exponent 1) keys
+//! interleaved in chunks:
+//! 6. per-lookup latency (take the guard, find the key, use the whole vector);
+//! 7. the publishes made meanwhile;
+//! 8. resident memory relative to the raw payload (`keys × dims × 4` bytes).
 //!
 //! Percentiles are of single operations, each timed with two clock reads whose median cost
-//! (printed) is subtracted. Ratios are mmap-sync / edgewise: above 1, edgewise is faster.
+//! (printed) is subtracted. Ratios are peer / edgewise: above 1, edgewise is faster.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use edgewise::{FeatureReader, FeatureWriter, WriterOptions};
-use edgewise_benches::batch::fmt_ns;
+use edgewise_benches::store::daemon::Daemon;
+use edgewise_benches::store::report::{self, duration, quantile_cells, ratio};
+use edgewise_benches::store::resident::{self, Resident};
+use edgewise_benches::store::zipf::Zipf;
 use edgewise_benches::store::{self as bench, Features, Histogram, MMAP_SYNC_GRACE, Probes, TABLE};
+use mmap_sync::synchronizer::Synchronizer;
 
 #[derive(Debug, Clone)]
 struct Args {
@@ -40,7 +52,7 @@ fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         keys: 1_000_000,
         dims: 64,
-        samples: 2_000_000,
+        samples: 1_000_000,
         secs: 10,
         dir: std::env::temp_dir().join("edgewise-store-bench"),
     };
@@ -73,43 +85,43 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
+    let started = Instant::now();
+    let outcome = run(&args);
+    let _ = std::fs::remove_dir_all(&args.dir);
+    match outcome {
+        Ok(()) => {
+            println!("\n(run took {:.0} s)", started.elapsed().as_secs_f64());
+            ExitCode::SUCCESS
+        }
         Err(e) => {
-            eprintln!("store_latency: {e}");
+            eprintln!("store_latency: {e:#}");
             ExitCode::FAILURE
         }
     }
 }
 
-type Res<T> = Result<T, Box<dyn std::error::Error>>;
+type Res<T> = anyhow::Result<T>;
 
 fn run(args: &Args) -> Res<()> {
     let _ = std::fs::remove_dir_all(&args.dir);
-    let (ours, theirs) = (args.dir.join("edgewise"), args.dir.join("mmap-sync"));
-    std::fs::create_dir_all(&theirs)?;
     let overhead = bench::timer_overhead();
     println!(
-        "feature store vs mmap-sync 2.0.4: {} keys x {} floats ({} MiB payload), timer overhead {overhead} ns subtracted",
+        "# feature store vs mmap-sync 2.0.4 vs memcached text over a Unix socket\n\n\
+         {} keys x {} floats ({} MiB payload) for tables 1-5; timer overhead {overhead} ns \
+         subtracted from every operation; ratios are peer / edgewise (above 1: edgewise is faster)",
         args.keys,
         args.dims,
-        (args.keys * args.dims as u64 * 4) >> 20
+        payload(args.keys, args.dims) >> 20
     );
-    publish_and_validate(args, &ours, &theirs)?;
+    publish_and_validate(args)?;
     guards(args)?;
-    quiet_lookups(args, &ours, &theirs, overhead)?;
-    parallel_readers(args, &ours, &theirs, overhead)?;
-    loaded_lookups(args, &ours, &theirs, overhead)?;
-    let _ = std::fs::remove_dir_all(&args.dir);
-    Ok(())
+    quiet_lookups(args, overhead)?;
+    parallel_readers(args, overhead)?;
+    loaded(args, overhead)
 }
 
-fn ratio(theirs: f64, ours: f64) -> String {
-    if theirs.is_nan() || ours.is_nan() || ours <= 0.0 {
-        "-".to_owned()
-    } else {
-        format!("{:.2}x", theirs / ours)
-    }
+fn payload(keys: u64, dims: usize) -> u64 {
+    keys * dims as u64 * 4
 }
 
 fn ms(d: Duration) -> f64 {
@@ -122,11 +134,14 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Tables 1 and 2: publish time, then validation time.
-fn publish_and_validate(args: &Args, ours: &Path, theirs: &Path) -> Res<()> {
+fn publish_and_validate(args: &Args) -> Res<()> {
+    let (ours, theirs) = (args.dir.join("edgewise"), args.dir.join("mmap-sync"));
+    std::fs::create_dir_all(&theirs)?;
     let rows = bench::rows(args.keys, args.dims, 1);
-    let mut writer = FeatureWriter::open(ours, WriterOptions::default())?;
-    let mut sync = bench::synchronizer(theirs);
-    let (mut our_times, mut their_times) = (Vec::new(), Vec::new());
+    let mut writer = FeatureWriter::open(&ours, WriterOptions::default())?;
+    let mut sync = bench::synchronizer(&theirs);
+    let daemon = Daemon::start(&args.dir.join("daemon"))?;
+    let (mut our_times, mut their_times, mut daemon_times) = (Vec::new(), Vec::new(), Vec::new());
     let mut snapshot = bench::snapshot(rows.clone(), 0);
     let mut entity = bench::entity(rows, 0);
     for version in 1..=5 {
@@ -134,57 +149,73 @@ fn publish_and_validate(args: &Args, ours: &Path, theirs: &Path) -> Res<()> {
         let start = Instant::now();
         let report = writer.publish(&snapshot)?;
         our_times.push(ms(start.elapsed()));
-        assert_eq!(report.version, version);
+        anyhow::ensure!(report.version == version, "published {}", report.version);
         entity.version = version as u32;
         let start = Instant::now();
         sync.write(&entity, MMAP_SYNC_GRACE)?;
         their_times.push(ms(start.elapsed()));
+        daemon_times.push(daemon.replace_all(snapshot.clone())?);
     }
-    drop((writer, snapshot, entity));
-    println!("\n1. publish the whole table (ms; first publish creates the files)");
-    println!(
-        "{:<12} {:>10} {:>10} {:>10}",
-        "", "first", "median", "ratio"
-    );
-    let (our_first, their_first) = (our_times[0], their_times[0]);
-    let (our_med, their_med) = (
-        median(our_times[1..].to_vec()),
-        median(their_times[1..].to_vec()),
-    );
-    println!(
-        "{:<12} {:>10.1} {:>10.1} {:>10}",
-        "edgewise", our_first, our_med, ""
-    );
-    println!(
-        "{:<12} {:>10.1} {:>10.1} {:>10}",
-        "mmap-sync",
-        their_first,
-        their_med,
-        ratio(their_med, our_med)
+    drop((writer, snapshot, entity, daemon));
+    let _ = std::fs::remove_dir_all(args.dir.join("daemon"));
+    let our_median = median(our_times[1..].to_vec());
+    let row = |name: &str, times: &[f64]| {
+        let med = median(times[1..].to_vec());
+        vec![
+            name.to_owned(),
+            format!("{:.1}", times[0]),
+            format!("{med:.1}"),
+            ratio(med, our_median),
+        ]
+    };
+    report::table(
+        &format!(
+            "## 1. publish the whole table, {} keys (ms; the first publish creates the files)",
+            args.keys
+        ),
+        &["peer", "first", "median of 4", "ratio"],
+        1,
+        &[
+            row("edgewise FeatureWriter::publish", &our_times),
+            row("mmap-sync write", &their_times),
+            row(
+                "edgewised apply_now(ReplaceAll) (validate + publish)",
+                &daemon_times,
+            ),
+        ],
     );
 
     let (mut our_times, mut their_times) = (Vec::new(), Vec::new());
     for _ in 0..5 {
-        let mut reader = FeatureReader::open(ours)?;
+        let mut reader = FeatureReader::open(&ours)?;
         let start = Instant::now();
         let guard = reader.read()?;
         our_times.push(ms(start.elapsed()));
-        assert_eq!(guard.version(), 5);
+        anyhow::ensure!(guard.version() == 5, "read version {}", guard.version());
         drop(guard);
         let start = Instant::now();
         // SAFETY (mmap-sync's contract): the files hold `Features`, written above.
         let read = unsafe { sync.read::<Features>(true) }?;
         their_times.push(ms(start.elapsed()));
-        assert_eq!(read.version, 5);
+        anyhow::ensure!(read.version == 5, "read version {}", read.version);
     }
     let (ours_v, theirs_v) = (median(our_times), median(their_times));
-    println!("\n2. validate a version (ms): edgewise once per version, mmap-sync per checked read");
-    println!("{:<12} {:>10.2}", "edgewise", ours_v);
-    println!(
-        "{:<12} {:>10.2} {:>10}",
-        "mmap-sync",
-        theirs_v,
-        ratio(theirs_v, ours_v)
+    report::table(
+        "## 2. validate a version (ms, median of 5): edgewise once per version, mmap-sync per checked read",
+        &["peer", "ms", "ratio"],
+        1,
+        &[
+            vec![
+                "edgewise first read".into(),
+                format!("{ours_v:.2}"),
+                String::new(),
+            ],
+            vec![
+                "mmap-sync read(check_bytes = true)".into(),
+                format!("{theirs_v:.2}"),
+                ratio(theirs_v, ours_v),
+            ],
+        ],
     );
     Ok(())
 }
@@ -204,349 +235,565 @@ fn guards(args: &Args) -> Res<()> {
     let mut reader = FeatureReader::open(&ours)?;
     let mut sync = bench::synchronizer(&theirs);
     // Up to 20k operations or 5 ms per batch, whichever ends first.
-    let batch = |f: &mut dyn FnMut()| {
+    let batch = |f: &mut dyn FnMut() -> bool| {
         let start = Instant::now();
         let mut ops = 0u32;
         while ops < 20_000
             && (!ops.is_multiple_of(64) || start.elapsed() < Duration::from_millis(5))
         {
-            f();
+            std::hint::black_box(f());
             ops += 1;
         }
         start.elapsed().as_nanos() as f64 / f64::from(ops)
     };
     let (mut a, mut b, mut c) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..51 {
-        a.push(batch(&mut || {
-            let guard = reader.read().expect("read");
-            std::hint::black_box(guard.version());
-        }));
+        a.push(batch(&mut || reader.read().is_ok_and(|g| g.version() == 1)));
+        // SAFETY: the files hold `Features`.
         b.push(batch(&mut || {
-            // SAFETY: the files hold `Features`.
-            let read = unsafe { sync.read::<Features>(false) }.expect("read");
-            std::hint::black_box(read.version);
+            unsafe { sync.read::<Features>(false) }.is_ok()
         }));
+        // SAFETY: as above.
         c.push(batch(&mut || {
-            // SAFETY: as above.
-            let read = unsafe { sync.read::<Features>(true) }.expect("read");
-            std::hint::black_box(read.version);
+            unsafe { sync.read::<Features>(true) }.is_ok()
         }));
     }
     let (a, b, c) = (median(a), median(b), median(c));
-    println!("\n3. guard: read + drop, 1k keys (ns per op; edgewise validated the version once)");
-    println!("{:<28} {:>10}", "edgewise read", fmt_ns(a));
-    println!(
-        "{:<28} {:>10} {:>10}",
-        "mmap-sync read(unchecked)",
-        fmt_ns(b),
-        ratio(b, a)
-    );
-    println!(
-        "{:<28} {:>10} {:>10}",
-        "mmap-sync read(checked)",
-        fmt_ns(c),
-        ratio(c, a)
+    report::table(
+        "## 3. guard: read + drop, 1k keys (per op, median of 51 batches; edgewise validated the version once)",
+        &["peer", "per op", "ratio"],
+        1,
+        &[
+            vec!["edgewise read".into(), duration(a), String::new()],
+            vec!["mmap-sync read(unchecked)".into(), duration(b), ratio(b, a)],
+            vec!["mmap-sync read(checked)".into(), duration(c), ratio(c, a)],
+        ],
     );
     Ok(())
 }
 
 /// One lookup as an origin app does it per request: take the guard, find the table and the
-/// key, use the whole vector.
-fn our_lookup(reader: &mut FeatureReader, key: u64) -> f32 {
-    let guard = reader.read().expect("read");
-    let table = guard.table(TABLE).expect("table");
-    bench::use_vector(table.get(key).expect("key"))
+/// key, use the whole vector. `None` if any step failed.
+fn our_lookup(reader: &mut FeatureReader, key: u64) -> Option<f32> {
+    let guard = reader.read().ok()?;
+    Some(bench::use_vector(guard.table(TABLE)?.get(key)?))
 }
 
-fn their_lookup(sync: &mut mmap_sync::synchronizer::Synchronizer, key: u64) -> f32 {
+fn their_lookup(sync: &mut Synchronizer, key: u64) -> Option<f32> {
     // SAFETY: the files hold `Features`.
-    let read = unsafe { sync.read::<Features>(false) }.expect("read");
-    bench::use_vector(read.features[0].get(&key).expect("key"))
+    let read = unsafe { sync.read::<Features>(false) }.ok()?;
+    Some(bench::use_vector(read.features.first()?.get(&key)?))
 }
 
-struct Peer<'a> {
-    name: &'static str,
-    lookup: Box<dyn FnMut(u64) -> f32 + 'a>,
+/// How lookups pick their keys.
+#[derive(Debug, Clone, Copy)]
+enum Keys {
+    Uniform(u64),
+    Zipf(Zipf),
+}
+
+impl Keys {
+    fn pick(&self, probes: &mut Probes) -> u64 {
+        bench::key(match self {
+            Keys::Uniform(n) => probes.next_below(*n),
+            Keys::Zipf(zipf) => zipf.sample(probes),
+        })
+    }
+}
+
+/// Latencies of one peer and key distribution; lookups that failed are counted apart.
+#[derive(Debug, Default, Clone)]
+struct Timed {
     hist: Histogram,
+    failed: u64,
 }
 
-/// Times `chunk` lookups of `peer` at keys `pick(probes)`.
+/// Times `chunk` lookups at keys `keys.pick(probes)`.
 fn time_chunk(
-    peer: &mut Peer<'_>,
+    lookup: &mut impl FnMut(u64) -> Option<f32>,
+    timed: &mut Timed,
     probes: &mut Probes,
-    pick: &dyn Fn(&mut Probes) -> u64,
+    keys: Keys,
     chunk: usize,
     overhead: u64,
 ) {
     for _ in 0..chunk {
-        let key = pick(probes);
+        let key = keys.pick(probes);
         let start = Instant::now();
-        std::hint::black_box((peer.lookup)(std::hint::black_box(key)));
-        peer.hist
+        let found = std::hint::black_box(lookup(std::hint::black_box(key)));
+        timed
+            .hist
             .record(start.elapsed().as_nanos() as u64, overhead);
+        timed.failed += u64::from(found.is_none());
     }
 }
 
-fn print_rows(title: &str, peers: &mut [(&'static str, Histogram)]) {
-    println!("\n{title}");
-    println!(
-        "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}  ratio p50/p99/p999",
-        "", "p50", "p90", "p99", "p999", "max", "ops"
-    );
-    let qs = [0.5, 0.9, 0.99, 0.999, 1.0];
-    let ours: Vec<f64> = qs.iter().map(|&q| peers[0].1.quantile(q)).collect();
-    for (name, hist) in peers.iter_mut() {
-        let v: Vec<f64> = qs.iter().map(|&q| hist.quantile(q)).collect();
-        let ratios = if name.starts_with("edgewise") {
-            String::new()
-        } else {
-            format!(
-                "{} / {} / {}",
-                ratio(v[0], ours[0]),
-                ratio(v[2], ours[2]),
-                ratio(v[3], ours[3])
-            )
-        };
-        println!(
-            "{:<22} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10}  {}",
-            name,
-            fmt_ns(v[0]),
-            fmt_ns(v[1]),
-            fmt_ns(v[2]),
-            fmt_ns(v[3]),
-            fmt_ns(v[4]),
-            hist.len(),
-            ratios
-        );
+/// A latency table row: labels, the quantiles, operations, failures, ratios to `ours`.
+fn latency_row(labels: &[&str], timed: &Timed, ours: Option<&Timed>) -> Vec<String> {
+    let mut row: Vec<String> = labels.iter().map(|s| (*s).to_owned()).collect();
+    row.extend(quantile_cells(&timed.hist));
+    row.push(timed.hist.len().to_string());
+    row.push(timed.failed.to_string());
+    for q in [0.5, 0.99, 0.999] {
+        row.push(match ours {
+            Some(ours) => ratio(timed.hist.quantile(q), ours.hist.quantile(q)),
+            None => String::new(),
+        });
     }
+    row
 }
 
-/// Table 4: lookups with no writer running, uniform and hot keys, peers interleaved.
-fn quiet_lookups(args: &Args, ours: &Path, theirs: &Path, overhead: u64) -> Res<()> {
-    let keys = args.keys;
-    // Each reader's first read validates the version (table 2): not a lookup's cost.
-    let warm = |dir: &Path| -> Res<FeatureReader> {
-        let mut reader = FeatureReader::open(dir)?;
-        drop(reader.read()?);
-        Ok(reader)
-    };
-    let mut reader = warm(ours)?;
-    let mut sync = bench::synchronizer(theirs);
-    let mut reader_hot = warm(ours)?;
-    let mut sync_hot = bench::synchronizer(theirs);
-    let mut peers = [
-        Peer {
-            name: "edgewise uniform",
-            lookup: Box::new(|k| our_lookup(&mut reader, k)),
-            hist: Histogram::default(),
-        },
-        Peer {
-            name: "mmap-sync uniform",
-            lookup: Box::new(|k| their_lookup(&mut sync, k)),
-            hist: Histogram::default(),
-        },
+const LATENCY_HEADER: [&str; 10] = [
+    "p50",
+    "p90",
+    "p99",
+    "p999",
+    "max",
+    "ops",
+    "failed",
+    "ratio p50",
+    "ratio p99",
+    "ratio p999",
+];
+
+fn latency_header<'a>(labels: &[&'a str]) -> Vec<&'a str> {
+    labels.iter().copied().chain(LATENCY_HEADER).collect()
+}
+
+/// A reader whose first read (validation, table 2) is already done.
+fn warm_reader(dir: &Path) -> Res<FeatureReader> {
+    let mut reader = FeatureReader::open(dir)?;
+    drop(reader.read()?);
+    Ok(reader)
+}
+
+/// Table 4: lookups with no writer running, uniform, Zipf and hot keys, peers interleaved.
+fn quiet_lookups(args: &Args, overhead: u64) -> Res<()> {
+    let (ours, theirs) = (args.dir.join("edgewise"), args.dir.join("mmap-sync"));
+    let dists = [
+        ("uniform", Keys::Uniform(args.keys)),
+        ("Zipf s=1", Keys::Zipf(Zipf::new(args.keys))),
+        ("hot 1k keys", Keys::Uniform(1000.min(args.keys))),
     ];
-    let mut hot = [
-        Peer {
-            name: "edgewise hot 1k",
-            lookup: Box::new(|k| our_lookup(&mut reader_hot, k)),
-            hist: Histogram::default(),
-        },
-        Peer {
-            name: "mmap-sync hot 1k",
-            lookup: Box::new(|k| their_lookup(&mut sync_hot, k)),
-            hist: Histogram::default(),
-        },
-    ];
-    let uniform = move |p: &mut Probes| bench::key(p.next_below(keys));
-    let hot_keys = |p: &mut Probes| bench::key(p.next_below(1000));
-    const CHUNK: usize = 10_000;
-    for round in 0..args.samples.div_ceil(CHUNK) {
-        for (i, peer) in peers.iter_mut().enumerate() {
+    let mut rows = Vec::new();
+    for (label, keys) in dists {
+        let mut reader = warm_reader(&ours)?;
+        let mut sync = bench::synchronizer(&theirs);
+        let (mut a, mut b) = (Timed::default(), Timed::default());
+        const CHUNK: usize = 10_000;
+        for round in 0..(args.samples / 2).div_ceil(CHUNK) as u64 {
+            let mut lookup = |k| our_lookup(&mut reader, k);
             time_chunk(
-                peer,
-                &mut Probes::new((round * 2 + i) as u64 + 1),
-                &uniform,
+                &mut lookup,
+                &mut a,
+                &mut Probes::new(round + 1),
+                keys,
+                CHUNK,
+                overhead,
+            );
+            let mut lookup = |k| their_lookup(&mut sync, k);
+            time_chunk(
+                &mut lookup,
+                &mut b,
+                &mut Probes::new(round + 1),
+                keys,
                 CHUNK,
                 overhead,
             );
         }
-        if round % 4 == 0 {
-            for peer in hot.iter_mut() {
-                time_chunk(
-                    peer,
-                    &mut Probes::new(round as u64 + 7),
-                    &hot_keys,
-                    CHUNK,
-                    overhead,
-                );
-            }
-        }
+        rows.push(latency_row(&[label, "edgewise"], &a, None));
+        rows.push(latency_row(&[label, "mmap-sync"], &b, Some(&a)));
     }
-    let histograms = |peers: [Peer<'_>; 2]| peers.map(|p| (p.name, p.hist));
-    print_rows(
-        "4. lookup of one key's vector, no writer (ns per op)",
-        &mut histograms(peers),
-    );
-    print_rows(
-        "   hot keys (1k keys, cache-resident)",
-        &mut histograms(hot),
+    report::table(
+        &format!(
+            "## 4. lookup of one key's vector, {} keys, no writer (per op; peers interleaved in chunks of 10k)",
+            args.keys
+        ),
+        &latency_header(&["keys", "peer"]),
+        2,
+        &rows,
     );
     Ok(())
 }
 
 /// Uniform lookups from `threads` threads at once, each with its own reader of `peer`.
 fn threads_lookups(
-    peer: &str,
+    edgewise: bool,
     dir: &Path,
-    keys: u64,
-    samples: usize,
+    args: &Args,
     threads: usize,
     overhead: u64,
-) -> Histogram {
-    let uniform = move |p: &mut Probes| bench::key(p.next_below(keys));
-    let parts: Vec<Histogram> = std::thread::scope(|scope| {
+) -> Timed {
+    let samples = (args.samples / 2).max(1);
+    let keys = Keys::Uniform(args.keys);
+    let parts: Vec<Timed> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
-                    let mut reader = FeatureReader::open(dir).ok();
-                    // The first read validates the version: not a lookup's cost.
-                    if let Some(reader) = reader.as_mut() {
-                        drop(reader.read());
+                    let mut timed = Timed::default();
+                    let mut probes = Probes::new(t as u64 + 11);
+                    if edgewise {
+                        let Ok(mut reader) = warm_reader(dir) else {
+                            timed.failed += 1;
+                            return timed;
+                        };
+                        let mut lookup = |k| our_lookup(&mut reader, k);
+                        time_chunk(
+                            &mut lookup,
+                            &mut timed,
+                            &mut probes,
+                            keys,
+                            samples,
+                            overhead,
+                        );
+                    } else {
+                        let mut sync = bench::synchronizer(dir);
+                        let mut lookup = |k| their_lookup(&mut sync, k);
+                        time_chunk(
+                            &mut lookup,
+                            &mut timed,
+                            &mut probes,
+                            keys,
+                            samples,
+                            overhead,
+                        );
                     }
-                    let mut sync = bench::synchronizer(dir);
-                    let lookup: Box<dyn FnMut(u64) -> f32 + '_> = match (peer, reader.as_mut()) {
-                        ("edgewise", Some(reader)) => Box::new(|k| our_lookup(reader, k)),
-                        _ => Box::new(|k| their_lookup(&mut sync, k)),
-                    };
-                    let mut peer = Peer {
-                        name: "",
-                        lookup,
-                        hist: Histogram::default(),
-                    };
-                    time_chunk(
-                        &mut peer,
-                        &mut Probes::new(t as u64 + 11),
-                        &uniform,
-                        samples,
-                        overhead,
-                    );
-                    peer.hist
+                    timed
                 })
             })
             .collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    parts
-        .into_iter()
-        .fold(Histogram::default(), |mut all, part| {
-            all.merge(part);
-            all
-        })
+    parts.into_iter().fold(Timed::default(), |mut all, part| {
+        all.hist.merge(part.hist);
+        all.failed += part.failed;
+        all
+    })
 }
 
 /// Table 5: two reader threads at once against one, per peer (no writer).
-fn parallel_readers(args: &Args, ours: &Path, theirs: &Path, overhead: u64) -> Res<()> {
-    let samples = (args.samples / 2).max(1);
-    println!("\n5. two readers at once vs one, uniform keys (ns per op; ratio: two / one)");
-    println!(
-        "{:<12} {:>9} {:>9} {:>9} {:>9} {:>12}",
-        "", "1: p50", "2: p50", "1: p99", "2: p99", "ratio p50"
-    );
-    for (name, dir) in [("edgewise", ours), ("mmap-sync", theirs)] {
-        let mut one = threads_lookups(name, dir, args.keys, samples, 1, overhead);
-        let mut two = threads_lookups(name, dir, args.keys, samples, 2, overhead);
-        let (a, b) = (one.quantile(0.5), two.quantile(0.5));
-        println!(
-            "{name:<12} {:>9} {:>9} {:>9} {:>9} {:>11.2}x",
-            fmt_ns(a),
-            fmt_ns(b),
-            fmt_ns(one.quantile(0.99)),
-            fmt_ns(two.quantile(0.99)),
-            b / a
-        );
+fn parallel_readers(args: &Args, overhead: u64) -> Res<()> {
+    let mut rows = Vec::new();
+    for (name, dir, edgewise) in [
+        ("edgewise", args.dir.join("edgewise"), true),
+        ("mmap-sync", args.dir.join("mmap-sync"), false),
+    ] {
+        let one = threads_lookups(edgewise, &dir, args, 1, overhead);
+        let two = threads_lookups(edgewise, &dir, args, 2, overhead);
+        let (a, b) = (one.hist.quantile(0.5), two.hist.quantile(0.5));
+        let (c, d) = (one.hist.quantile(0.99), two.hist.quantile(0.99));
+        rows.push(vec![
+            name.to_owned(),
+            duration(a),
+            duration(b),
+            ratio(b, a),
+            duration(c),
+            duration(d),
+            ratio(d, c),
+            (one.failed + two.failed).to_string(),
+        ]);
     }
+    report::table(
+        &format!(
+            "## 5. two reader threads at once vs one, {} keys uniform, no writer (ratio: two / one; below 1.2x is the target)",
+            args.keys
+        ),
+        &[
+            "peer",
+            "1: p50",
+            "2: p50",
+            "ratio p50",
+            "1: p99",
+            "2: p99",
+            "ratio p99",
+            "failed",
+        ],
+        1,
+        &rows,
+    );
     Ok(())
 }
 
-/// Table 6: lookups while a writer process publishes the whole table back to back.
-fn loaded_lookups(args: &Args, ours: &Path, theirs: &Path, overhead: u64) -> Res<()> {
-    let keys = args.keys;
-    let uniform = move |p: &mut Probes| bench::key(p.next_below(keys));
-    let mut rows = Vec::new();
-    let mut publishes = Vec::new();
-    for name in ["edgewise", "mmap-sync"] {
-        let dir = if name == "edgewise" { ours } else { theirs };
-        let (mut child, times) = spawn_writer(name, dir, args)?;
-        let mut reader = FeatureReader::open(ours)?;
-        drop(reader.read()?);
-        let mut sync = bench::synchronizer(theirs);
-        let mut peer = match name {
-            "edgewise" => Peer {
-                name: "edgewise + writer",
-                lookup: Box::new(|k| our_lookup(&mut reader, k)),
-                hist: Histogram::default(),
-            },
-            _ => Peer {
-                name: "mmap-sync + writer",
-                lookup: Box::new(|k| their_lookup(&mut sync, k)),
-                hist: Histogram::default(),
-            },
-        };
-        let start = Instant::now();
-        let mut probes = Probes::new(99);
-        while start.elapsed() < Duration::from_secs(args.secs) {
-            time_chunk(&mut peer, &mut probes, &uniform, 10_000, overhead);
+/// The peers of the loaded tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Peer {
+    Edgewise,
+    MmapSync,
+    Socket,
+}
+
+impl Peer {
+    const ALL: [Peer; 3] = [Peer::Edgewise, Peer::MmapSync, Peer::Socket];
+
+    fn name(self) -> &'static str {
+        match self {
+            Peer::Edgewise => "edgewise",
+            Peer::MmapSync => "mmap-sync",
+            Peer::Socket => "memcached text, Unix socket",
         }
-        child.kill()?;
-        child.wait()?;
-        let times: Vec<f64> = times.try_iter().collect();
-        publishes.push((name, times));
-        rows.push((peer.name, peer.hist));
     }
-    print_rows(
+}
+
+/// One peer's run under a publishing writer.
+#[derive(Debug, Default)]
+struct Window {
+    uniform: Timed,
+    zipf: Timed,
+    /// Each publish's milliseconds.
+    publishes: Vec<f64>,
+    /// The reader's resident store mappings after touching every key.
+    reader: Option<u64>,
+    /// The writer process's resident memory.
+    writer: Option<Resident>,
+    /// Size of the store's files.
+    files: u64,
+}
+
+/// Tables 6-8: each peer under a writer publishing back to back, at 1k, 100k and N keys.
+fn loaded(args: &Args, overhead: u64) -> Res<()> {
+    let mut counts: Vec<u64> = [1000, 100_000, args.keys]
+        .into_iter()
+        .filter(|&n| n <= args.keys)
+        .collect();
+    counts.dedup();
+    // Tables 1-5's stores: their memory (tmpfs) is not the loaded runs' business.
+    for old in ["edgewise", "mmap-sync", "small-edgewise", "small-mmap-sync"] {
+        let _ = std::fs::remove_dir_all(args.dir.join(old));
+    }
+    let mut results = Vec::new();
+    for &n in &counts {
+        let base = args.dir.join(format!("loaded-{n}"));
+        for peer in Peer::ALL {
+            let window = window(args, n, peer, &base.join(peer.name()), overhead)?;
+            results.push((n, peer, window));
+        }
+        let _ = std::fs::remove_dir_all(&base);
+    }
+    print_loaded(args, &results);
+    Ok(())
+}
+
+/// Runs `peer` at `n` keys in `dir` for `args.secs` seconds under a publishing writer.
+fn window(args: &Args, n: u64, peer: Peer, dir: &Path, overhead: u64) -> Res<Window> {
+    std::fs::create_dir_all(dir)?;
+    let mut window = Window::default();
+    let secs = Duration::from_secs(args.secs);
+    match peer {
+        Peer::Edgewise | Peer::MmapSync => {
+            let (mut child, times) = spawn_writer(peer, dir, n, args.dims)?;
+            let outcome = (|| -> Res<()> {
+                if peer == Peer::Edgewise {
+                    let mut reader = warm_reader(dir)?;
+                    let mut lookup = |k| our_lookup(&mut reader, k);
+                    interleave(&mut lookup, &mut window, n, secs, 10_000, overhead);
+                    window.reader = Some(touch_all(&mut lookup, n, dir)?);
+                } else {
+                    let mut sync = bench::synchronizer(dir);
+                    let mut lookup = |k| their_lookup(&mut sync, k);
+                    interleave(&mut lookup, &mut window, n, secs, 10_000, overhead);
+                    window.reader = Some(touch_all(&mut lookup, n, dir)?);
+                }
+                window.writer = Some(resident::of(Some(child.id()), dir)?);
+                window.files = resident::files_size(dir);
+                Ok(())
+            })();
+            child.kill()?;
+            child.wait()?;
+            window.publishes = times.try_iter().collect();
+            outcome?;
+        }
+        Peer::Socket => {
+            let daemon = Daemon::start(dir)?;
+            daemon.replace_all(bench::snapshot(bench::rows(n, args.dims, 1), 1))?;
+            let mut client = daemon.connect()?;
+            let stop = AtomicBool::new(false);
+            let publishes = std::thread::scope(|scope| {
+                let publisher = scope.spawn(|| daemon.republish_until(&stop, args.dims));
+                let mut lookup = |k| client.lookup(k).ok();
+                interleave(&mut lookup, &mut window, n, secs, 1000, overhead);
+                stop.store(true, Ordering::Relaxed);
+                publisher
+                    .join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+            })?;
+            window.publishes = publishes;
+            window.files = resident::files_size(&daemon.store_dir());
+        }
+    }
+    Ok(window)
+}
+
+/// Lookups for `secs`, uniform and Zipf keys alternating in chunks of `chunk`.
+fn interleave(
+    lookup: &mut impl FnMut(u64) -> Option<f32>,
+    window: &mut Window,
+    n: u64,
+    secs: Duration,
+    chunk: usize,
+    overhead: u64,
+) {
+    let (uniform, zipf) = (Keys::Uniform(n), Keys::Zipf(Zipf::new(n)));
+    let mut probes = Probes::new(99);
+    let start = Instant::now();
+    while start.elapsed() < secs {
+        time_chunk(
+            lookup,
+            &mut window.uniform,
+            &mut probes,
+            uniform,
+            chunk,
+            overhead,
+        );
+        time_chunk(lookup, &mut window.zipf, &mut probes, zipf, chunk, overhead);
+    }
+}
+
+/// Looks every key up once, then the resident size of this process's mappings of `dir`.
+fn touch_all(lookup: &mut impl FnMut(u64) -> Option<f32>, n: u64, dir: &Path) -> Res<u64> {
+    // A read can fail while the writer overtakes it (counted in table 6): retry a few times.
+    let missing = (0..n)
+        .filter(|&i| (0..3).all(|_| lookup(bench::key(i)).is_none()))
+        .count();
+    anyhow::ensure!(missing == 0, "{missing} of {n} keys not found");
+    Ok(resident::of(None, dir)?.store)
+}
+
+fn print_loaded(args: &Args, results: &[(u64, Peer, Window)]) {
+    let mut rows = Vec::new();
+    for dist in ["uniform", "Zipf s=1"] {
+        for (n, peer, window) in results {
+            let pick = |w: &Window| {
+                if dist == "uniform" {
+                    w.uniform.clone()
+                } else {
+                    w.zipf.clone()
+                }
+            };
+            let ours = results
+                .iter()
+                .find(|(m, p, _)| m == n && *p == Peer::Edgewise)
+                .map(|(_, _, w)| pick(w));
+            let ours = ours.as_ref().filter(|_| *peer != Peer::Edgewise);
+            rows.push(latency_row(
+                &[&n.to_string(), dist, peer.name()],
+                &pick(window),
+                ours,
+            ));
+        }
+    }
+    report::table(
         &format!(
-            "6. lookups while another process publishes all {} keys back to back ({} s each; ns per op)",
-            args.keys, args.secs
+            "## 6. lookup of one key's vector while a writer publishes the whole table back to back ({} s per peer and key count, uniform and Zipf interleaved)",
+            args.secs
         ),
-        &mut rows,
+        &latency_header(&["keys", "distribution", "peer"]),
+        3,
+        &rows,
     );
     println!(
-        "   (edgewise's max is a reader's first read of a new version: it validates it, table 2)"
+        "\nedgewise's max is a reader's first read of a new version (it validates it, table 2); \
+         the socket's server reads the same store, so its figures include that too."
     );
-    println!("   publishes during the run: ");
-    let medians: Vec<f64> = publishes.iter().map(|(_, t)| median(t.clone())).collect();
-    for ((name, times), med) in publishes.iter().zip(&medians) {
-        println!(
-            "   {name:<10} {:>4} publishes, median {med:.1} ms",
-            times.len()
-        );
-    }
-    Ok(())
+
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|(n, peer, w)| {
+            let mut sorted = w.publishes.clone();
+            sorted.sort_by(f64::total_cmp);
+            vec![
+                n.to_string(),
+                peer.name().to_owned(),
+                w.publishes.len().to_string(),
+                duration(median(sorted.clone()) * 1e6),
+                duration(sorted.last().copied().unwrap_or(f64::NAN) * 1e6),
+            ]
+        })
+        .collect();
+    report::table(
+        "## 7. publishes during table 6 (writer process for the mapped peers; edgewised's one-row upserts, each a full republish, for the socket)",
+        &["keys", "peer", "publishes", "median", "max"],
+        2,
+        &rows,
+    );
+
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|(n, peer, w)| {
+            let raw = payload(*n, args.dims) as f64;
+            let times = |bytes: Option<u64>| {
+                bytes.map_or("-".to_owned(), |b| format!("{:.2}x", b as f64 / raw))
+            };
+            vec![
+                n.to_string(),
+                peer.name().to_owned(),
+                format!("{:.1} MiB", raw / f64::from(1 << 20)),
+                times(Some(w.files)),
+                times(w.reader),
+                times(w.writer.map(|r| r.store)),
+                times(w.writer.map(|r| r.anonymous)),
+                times(w.writer.map(|r| r.rss)),
+            ]
+        })
+        .collect();
+    report::table(
+        "## 8. memory relative to the raw payload (keys x dims x 4 bytes), at the end of table 6's run",
+        &[
+            "keys",
+            "peer",
+            "payload",
+            "store files",
+            "reader: mapped RSS",
+            "writer: mapped RSS",
+            "writer: heap",
+            "writer: total RSS",
+        ],
+        2,
+        &rows,
+    );
+    println!(
+        "\nstore files: both copies, held in memory on tmpfs (/dev/shm). reader: Rss of the \
+         reader's mappings of the store after looking up every key (under publishing it maps both \
+         copies). writer: the writer process's Rss from /proc/<pid>/smaps; its heap holds the \
+         snapshot it serializes. The mapped pages are the same page-cache pages in every process, \
+         so the machine-wide cost is store files + writer heap. The socket's daemon runs in the \
+         benchmark process, so only its files are shown."
+    );
 }
 
 /// Starts this binary as a writer process for `peer`; its publish times (ms) arrive on the
 /// channel. Returns once it has published at least once.
-fn spawn_writer(peer: &str, dir: &Path, args: &Args) -> Res<(Child, mpsc::Receiver<f64>)> {
+fn spawn_writer(
+    peer: Peer,
+    dir: &Path,
+    keys: u64,
+    dims: usize,
+) -> Res<(Child, mpsc::Receiver<f64>)> {
     let mut child = Command::new(std::env::current_exe()?)
-        .env("STORE_BENCH_ROLE", peer)
+        .env("STORE_BENCH_ROLE", peer.name())
         .env("STORE_BENCH_DIR", dir)
-        .env("STORE_BENCH_KEYS", args.keys.to_string())
-        .env("STORE_BENCH_DIMS", args.dims.to_string())
+        .env("STORE_BENCH_KEYS", keys.to_string())
+        .env("STORE_BENCH_DIMS", dims.to_string())
         .stdout(Stdio::piped())
         .spawn()?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or_else(|| anyhow::anyhow!("no stdout"))?;
     let (tx, rx) = mpsc::channel();
     let (first_tx, first_rx) = mpsc::channel();
     std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
             if let Ok(ms) = line.trim().parse::<f64>() {
                 let _ = first_tx.send(());
                 let _ = tx.send(ms);
             }
         }
     });
-    first_rx.recv_timeout(Duration::from_secs(120))?;
+    if let Err(e) = first_rx.recv_timeout(Duration::from_secs(120)) {
+        let _ = child.kill();
+        let _ = child.wait();
+        anyhow::bail!("{} writer never published: {e}", peer.name());
+    }
     Ok((child, rx))
 }
 
@@ -558,7 +805,7 @@ fn writer_child(peer: &str) -> ExitCode {
     let dims: usize = var("STORE_BENCH_DIMS").parse().unwrap_or(64);
     let rows = bench::rows(keys, dims, 1);
     let result: Res<()> = (|| {
-        if peer == "edgewise" {
+        if peer == Peer::Edgewise.name() {
             let mut writer = FeatureWriter::open(&dir, WriterOptions::default())?;
             let mut snapshot = bench::snapshot(rows, 0);
             loop {
@@ -581,7 +828,7 @@ fn writer_child(peer: &str) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("store_latency writer: {e}");
+            eprintln!("store_latency writer: {e:#}");
             ExitCode::FAILURE
         }
     }

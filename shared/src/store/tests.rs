@@ -2,6 +2,7 @@
 
 mod files;
 mod protocol;
+mod stalled_reader;
 
 use std::collections::HashMap;
 use std::prelude::rust_2024::*;
