@@ -15,4 +15,6 @@ if (!wasmPath) {
 const wasi = new WASI({ version: "preview1", args: [wasmPath, ...args], env: {}, returnOnExit: true });
 const module = await WebAssembly.compile(await readFile(wasmPath));
 const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
-process.exitCode = wasi.start(instance);
+// Exit at once: Node 20 can crash tearing down a WASI instance whose memory grew large, after
+// the module has returned and printed everything.
+process.exit(wasi.start(instance));
