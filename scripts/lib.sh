@@ -72,8 +72,20 @@ run_wasm_bench() (
 
   log "wasm32-wasip1 under Node $(node --version)"
   # Node 20 flags WASI as experimental on every run; the warning says nothing about the results.
-  node --disable-warning=ExperimentalWarning "${node_flags[@]}" benches/js/run-wasi.mjs \
-    "$target_dir/wasm32-wasip1/release/$bin.wasm" "$@"
+  # It may also crash after the module returned (tearing down a large instance): the module's
+  # own status, written by run-wasi.mjs before exiting, decides.
+  local status_file node_status=0
+  status_file="$(mktemp)"
+  RUN_WASI_STATUS="$status_file" node --disable-warning=ExperimentalWarning "${node_flags[@]}" \
+    benches/js/run-wasi.mjs "$target_dir/wasm32-wasip1/release/$bin.wasm" "$@" || node_status=$?
+  local module_status
+  module_status="$(cat "$status_file")"
+  rm -f "$status_file"
+  if [[ "$module_status" != 0 ]]; then
+    die "$bin failed under Node (node exit $node_status, module status ${module_status:-none})"
+  elif ((node_status != 0)); then
+    log "node exited with $node_status after the module returned 0 (a Node 20 teardown crash)"
+  fi
 
   log "native"
   "$target_dir/release/$bin" "$@"

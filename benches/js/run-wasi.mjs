@@ -3,6 +3,7 @@
 //
 //   node benches/js/run-wasi.mjs MODULE.wasm [ARGS...]
 
+import { writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { WASI } from "node:wasi";
 
@@ -15,6 +16,9 @@ if (!wasmPath) {
 const wasi = new WASI({ version: "preview1", args: [wasmPath, ...args], env: {}, returnOnExit: true });
 const module = await WebAssembly.compile(await readFile(wasmPath));
 const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
-// Exit at once: Node 20 can crash tearing down a WASI instance whose memory grew large, after
-// the module has returned and printed everything.
-process.exit(wasi.start(instance));
+const status = wasi.start(instance);
+// Node 20 can crash tearing down a WASI instance whose memory grew large, after the module has
+// returned and printed everything: record the module's own status first (scripts/lib.sh reads
+// it), then exit at once.
+if (process.env.RUN_WASI_STATUS) writeFileSync(process.env.RUN_WASI_STATUS, `${status}\n`);
+process.exit(status);
