@@ -9,6 +9,23 @@ use tokio::{
     net::TcpStream,
 };
 
+/// Walks the command line as `--flag value` pairs, handing each to `apply` with the value
+/// parsed as a `T`; an odd flag out, an unparseable value or an unknown flag is an error.
+pub fn flags<T: std::str::FromStr>(
+    mut apply: impl FnMut(&str, T) -> Result<(), String>,
+) -> Result<(), String>
+where
+    T::Err: std::fmt::Display,
+{
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        let value = value.parse().map_err(|e| format!("{flag}: {e}"))?;
+        apply(&flag, value)?;
+    }
+    Ok(())
+}
+
 /// Per-request latencies of one run, in nanoseconds.
 #[derive(Debug, Default)]
 pub struct Latencies(Vec<u64>);

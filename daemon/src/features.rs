@@ -221,46 +221,48 @@ impl Features {
     /// Appends the `edgewise_features_*` families.
     pub fn render(&self, page: &mut Exposition) {
         let m = &self.metrics;
-        page.gauge(
-            "edgewise_features_version",
-            "Version of the published feature snapshot.",
-            m.version.get(),
-        );
-        page.gauge(
-            "edgewise_features_keys",
-            "Rows across all tables of the published snapshot.",
-            m.keys.get(),
-        );
-        page.gauge(
-            "edgewise_features_bytes",
-            "Size of the published archive in bytes.",
-            m.bytes.get(),
-        );
-        page.counter(
-            "edgewise_features_publishes_total",
-            "Snapshots published.",
-            m.published.get(),
-        );
-        page.counter(
-            "edgewise_features_refused_total",
-            "Well-formed changes refused by validation (nothing published).",
-            m.refused.get(),
-        );
-        page.counter(
-            "edgewise_features_publish_errors_total",
-            "Publishes the store failed (the previous version kept serving).",
-            m.failed.get(),
-        );
-        page.counter(
-            "edgewise_features_ingested_files_total",
-            "Snapshot files ingested.",
-            m.ingested.get(),
-        );
-        page.counter(
-            "edgewise_features_rejected_files_total",
-            "Snapshot files rejected (moved to rejected/ with the reason).",
-            m.rejected_files.get(),
-        );
+        let gauges = [
+            (
+                "version",
+                "Version of the published feature snapshot.",
+                &m.version,
+            ),
+            (
+                "keys",
+                "Rows across all tables of the published snapshot.",
+                &m.keys,
+            ),
+            ("bytes", "Size of the published archive in bytes.", &m.bytes),
+        ];
+        for (name, help, gauge) in gauges {
+            page.gauge(&format!("edgewise_features_{name}"), help, gauge.get());
+        }
+        let counters = [
+            ("publishes", "Snapshots published.", &m.published),
+            (
+                "refused",
+                "Well-formed changes refused by validation (nothing published).",
+                &m.refused,
+            ),
+            (
+                "publish_errors",
+                "Publishes the store failed (the previous version kept serving).",
+                &m.failed,
+            ),
+            ("ingested_files", "Snapshot files ingested.", &m.ingested),
+            (
+                "rejected_files",
+                "Snapshot files rejected (moved to rejected/ with the reason).",
+                &m.rejected_files,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            page.counter(
+                &format!("edgewise_features_{name}_total"),
+                help,
+                counter.get(),
+            );
+        }
         page.family(
             "edgewise_features_publish_seconds",
             "histogram",

@@ -21,7 +21,7 @@ use std::{
 };
 
 use edgewise::{FeatureReader, FeatureSnapshot};
-use edgewise_benches::loadgen::{Latencies, Row, print_table};
+use edgewise_benches::loadgen::{Latencies, Row, flags, print_table};
 use edgewise_daemon::{Change, Config, Features, FeaturesConfig, Server};
 
 const SECRET: &str = "bench-secret-0123456789abcdef";
@@ -40,17 +40,15 @@ fn parse_args() -> Result<Args, String> {
         dim: 64,
         lookups: 200_000,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        let number = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
-            "--keys" => args.keys = number(&value)?,
-            "--dim" => args.dim = number(&value)? as usize,
-            "--lookups" => args.lookups = number(&value)? as usize,
+    flags(|flag, value: u64| {
+        match flag {
+            "--keys" => args.keys = value,
+            "--dim" => args.dim = value as usize,
+            "--lookups" => args.lookups = value as usize,
             _ => return Err(format!("unknown flag {flag}")),
         }
-    }
+        Ok(())
+    })?;
     Ok(args)
 }
 

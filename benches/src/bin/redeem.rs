@@ -18,7 +18,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use edgewise_benches::loadgen::{HttpConnection, Latencies, Row, print_table};
+use edgewise_benches::loadgen::{HttpConnection, Latencies, Row, flags, print_table};
 use edgewise_daemon::{
     Config, MemcachedConfig, Outcome, Server, Spend, TokenCache, TokensConfig, WorkspaceSettings,
 };
@@ -42,15 +42,15 @@ fn parse_args() -> Result<Args, String> {
         secs: 5.0,
         clients: 64,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--secs" => args.secs = value.parse().map_err(|e| format!("--secs: {e}"))?,
-            "--clients" => args.clients = value.parse().map_err(|e| format!("--clients: {e}"))?,
+    flags(|flag, value: f64| {
+        match flag {
+            "--secs" => args.secs = value,
+            "--clients" if value >= 1.0 && value.fract() == 0.0 => args.clients = value as usize,
+            "--clients" => return Err(format!("--clients: {value} is not a whole number")),
             _ => return Err(format!("unknown flag {flag}")),
         }
-    }
+        Ok(())
+    })?;
     Ok(args)
 }
 
