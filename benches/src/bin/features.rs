@@ -53,14 +53,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("features: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    match run(args) {
+    match parse_args().map_err(anyhow::Error::msg).and_then(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("features: {e:#}");
@@ -179,14 +172,7 @@ fn mapped(dir: &Path, keys: &[u64], name: &str) -> anyhow::Result<Row> {
     let mut sum = 0.0f32;
     let started = Instant::now();
     for &key in keys {
-        let t = Instant::now();
-        let guard = reader.read()?;
-        let values = guard
-            .table(TABLE)
-            .and_then(|table| table.get(key))
-            .ok_or_else(|| anyhow::anyhow!("key {key} missing"))?;
-        sum += values[0];
-        latencies.record(t.elapsed());
+        sum += timed_lookup(&mut reader, key, &mut latencies)?;
     }
     std::hint::black_box(sum);
     Ok(Row::new(name, latencies, started.elapsed(), String::new()))
@@ -203,14 +189,7 @@ fn mapped_while(dir: &Path, keys: &[u64], publishes: &AtomicU64) -> anyhow::Resu
         if publishes.load(Ordering::Relaxed) >= PUBLISHES_DURING_READS {
             break;
         }
-        let t = Instant::now();
-        let guard = reader.read()?;
-        let values = guard
-            .table(TABLE)
-            .and_then(|table| table.get(key))
-            .ok_or_else(|| anyhow::anyhow!("key {key} missing"))?;
-        sum += values[0];
-        latencies.record(t.elapsed());
+        sum += timed_lookup(&mut reader, key, &mut latencies)?;
     }
     std::hint::black_box(sum);
     Ok(Row::new(
@@ -219,6 +198,23 @@ fn mapped_while(dir: &Path, keys: &[u64], publishes: &AtomicU64) -> anyhow::Resu
         started.elapsed(),
         String::new(),
     ))
+}
+
+/// One mapped lookup, timed; returns the vector's first float so the work is not optimized out.
+fn timed_lookup(
+    reader: &mut FeatureReader,
+    key: u64,
+    latencies: &mut Latencies,
+) -> anyhow::Result<f32> {
+    let t = Instant::now();
+    let guard = reader.read()?;
+    let values = guard
+        .table(TABLE)
+        .and_then(|table| table.get(key))
+        .ok_or_else(|| anyhow::anyhow!("key {key} missing"))?;
+    let first = values[0];
+    latencies.record(t.elapsed());
+    Ok(first)
 }
 
 fn socket(dir: &Path, keys: &[u64]) -> anyhow::Result<Row> {
