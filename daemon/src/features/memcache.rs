@@ -101,19 +101,14 @@ fn value(key: &str, lookup: &dyn Lookup, out: &mut Vec<u8>) {
     else {
         return;
     };
-    let header_at = out.len();
-    out.extend_from_slice(b"VALUE ");
-    out.extend_from_slice(key.as_bytes());
-    out.extend_from_slice(b" 0 ");
-    let length_at = out.len();
+    let start = out.len();
     if !lookup.lookup(table, id, out) {
-        out.truncate(header_at);
+        out.truncate(start);
         return;
     }
-    // The header needs the length, known only after the lookup wrote the value.
-    let data = out.split_off(length_at);
-    out.extend_from_slice(format!("{}\r\n", data.len()).as_bytes());
-    out.extend_from_slice(&data);
+    // The header carries the length, known only once the lookup wrote the value after `start`.
+    let header = format!("VALUE {key} 0 {}\r\n", out.len() - start);
+    out.splice(start..start, header.into_bytes());
     out.extend_from_slice(b"\r\n");
 }
 
