@@ -261,6 +261,40 @@ fn check(
     }
 }
 
+/// Builds a table from `parts`, checks the index against the reference, applies `ops` (checking
+/// after each one if `every_step`, else once at the end), and returns the index and its hosts.
+fn build_and_update(
+    parts: Vec<(BTreeMap<String, String>, bool, u32)>,
+    config: &SubsetConfig,
+    requests: &[Request],
+    ops: Vec<Op>,
+    every_step: bool,
+) -> (SubsetLb, Vec<Host>) {
+    let mut hosts: Vec<Host> = parts
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| host(i, p))
+        .collect();
+    let table = HostTable {
+        version: 1,
+        hosts: hosts.clone(),
+        subset: config.clone(),
+    };
+    let mut lb = SubsetLb::build(&table).unwrap();
+    agree(&mut lb, &hosts, config, requests);
+    let mut next = hosts.len();
+    for op in ops {
+        apply(&mut lb, &mut hosts, &mut next, op);
+        if every_step {
+            agree(&mut lb, &hosts, config, requests);
+        }
+    }
+    if !every_step {
+        agree(&mut lb, &hosts, config, requests);
+    }
+    (lb, hosts)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 
@@ -271,15 +305,7 @@ proptest! {
         requests in prop::collection::vec(pairs(4), 1..12),
         ops in prop::collection::vec(op(), 0..24),
     ) {
-        let mut hosts: Vec<Host> = parts.into_iter().enumerate().map(|(i, p)| host(i, p)).collect();
-        let table = HostTable { version: 1, hosts: hosts.clone(), subset: config.clone() };
-        let mut lb = SubsetLb::build(&table).unwrap();
-        agree(&mut lb, &hosts, &config, &requests);
-        let mut next = hosts.len();
-        for op in ops {
-            apply(&mut lb, &mut hosts, &mut next, op);
-            agree(&mut lb, &hosts, &config, &requests);
-        }
+        let (lb, hosts) = build_and_update(parts, &config, &requests, ops, true);
         // A fresh build of the final table agrees too (and with the updated index's count).
         let rebuilt = SubsetLb::build(&HostTable { version: 2, hosts: hosts.clone(), subset: config.clone() }).unwrap();
         prop_assert_eq!(rebuilt.stats().subsets_active, lb.stats().subsets_active);
@@ -293,15 +319,7 @@ proptest! {
         requests in prop::collection::vec(pairs(4), 1..12),
         ops in prop::collection::vec(op(), 0..6),
     ) {
-        let mut hosts: Vec<Host> = parts.into_iter().enumerate().map(|(i, p)| host(i, p)).collect();
-        let table = HostTable { version: 1, hosts: hosts.clone(), subset: config.clone() };
-        let mut lb = SubsetLb::build(&table).unwrap();
-        agree(&mut lb, &hosts, &config, &requests);
-        let mut next = hosts.len();
-        for op in ops {
-            apply(&mut lb, &mut hosts, &mut next, op);
-        }
-        agree(&mut lb, &hosts, &config, &requests);
+        build_and_update(parts, &config, &requests, ops, false);
     }
 
     #[test]
