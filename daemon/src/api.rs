@@ -1,20 +1,28 @@
 //! The HTTP API: routes, the state handlers share, and the error shape.
 //!
-//! `/healthz` and `/metrics` are open (local scrapers); everything under `/v1` needs the bearer
-//! secret. Unknown paths answer 404 and wrong methods 405 (axum's defaults).
+//! `/healthz`, `/readyz` and `/metrics` are open (local probes and scrapers); everything under
+//! `/v1` needs the bearer secret. Unknown paths answer 404 and wrong methods 405 (axum's
+//! defaults). Every request runs under a deadline and is counted per endpoint ([`envelope`]).
 
+mod envelope;
 mod features;
 mod hosts;
+mod ready;
 mod tokens;
 
 pub use hosts::{CONTENT_TYPE as HOSTS_CONTENT_TYPE, VERSION_HEADER as HOSTS_VERSION_HEADER};
 
-use std::sync::Arc;
+use std::{
+    sync::Arc,
+    sync::atomic::{AtomicBool, Ordering},
+    time::Duration,
+};
 
 use axum::{
     Json, Router,
     extract::{DefaultBodyLimit, State},
     http::{StatusCode, header},
+    middleware,
     response::{IntoResponse, Response},
     routing::{get, post, put},
 };
@@ -28,6 +36,9 @@ use crate::{
 /// Largest request body any endpoint accepts; a redemption is ~200 bytes.
 const MAX_BODY: usize = 4 * 1024;
 
+/// The request deadline of an [`App::new`] app.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// What every handler can reach.
 #[derive(Debug)]
 pub struct App {
@@ -37,6 +48,9 @@ pub struct App {
     features: Option<Arc<Features>>,
     /// Largest `PUT /v1/features` body.
     max_put_bytes: usize,
+    traffic: envelope::Traffic,
+    /// Set once shutdown began: `/readyz` turns 503 so balancers stop sending.
+    draining: AtomicBool,
 }
 
 impl App {
@@ -53,7 +67,14 @@ impl App {
             hosts,
             features,
             max_put_bytes: config.features.max_put_bytes,
+            traffic: envelope::Traffic::new(config.request_timeout()),
+            draining: AtomicBool::new(false),
         })
+    }
+
+    /// Marks the start of shutdown.
+    pub fn drain(&self) {
+        self.draining.store(true, Ordering::Relaxed);
     }
 
     /// The feature store, if configured.
@@ -69,6 +90,8 @@ impl App {
             hosts: Arc::new(HostTables::none()),
             features: None,
             max_put_bytes: 0,
+            traffic: envelope::Traffic::new(DEFAULT_TIMEOUT),
+            draining: AtomicBool::new(false),
         }
     }
 }
@@ -78,6 +101,7 @@ pub fn router(app: Arc<App>) -> Router {
     let max_put = app.max_put_bytes;
     Router::new()
         .route("/healthz", get(healthz))
+        .route("/readyz", get(ready::readyz))
         .route("/metrics", get(metrics))
         .route("/v1/tokens/redeem", post(tokens::redeem))
         .route("/v1/hosts", get(hosts::get))
@@ -87,6 +111,10 @@ pub fn router(app: Arc<App>) -> Router {
         )
         .route("/v1/features/{table}/{key}", get(features::get))
         .layer(DefaultBodyLimit::max(MAX_BODY))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&app),
+            envelope::envelope,
+        ))
         .with_state(app)
 }
 
@@ -105,6 +133,7 @@ async fn healthz() -> Json<Health> {
 
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut page = Exposition::default();
+    app.traffic.render(&mut page);
     app.tokens.render(&mut page);
     app.hosts.render(&mut page);
     if let Some(features) = &app.features {

@@ -10,6 +10,8 @@ use std::{
 use anyhow::Context;
 use serde::Deserialize;
 
+mod overlay;
+
 /// Everything the daemon needs to run. Every field has a default, so the daemon starts with no
 /// configuration at all.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -156,6 +158,9 @@ pub struct ServerConfig {
     pub listen: SocketAddr,
     /// How long in-flight requests may take to finish after SIGTERM/SIGINT.
     pub shutdown_grace_secs: u64,
+    /// Longest a request may take, reading its body included; slower ones get a 408 and
+    /// their connection closed, so a client trickling a body cannot hold a handler forever.
+    pub request_timeout_ms: u64,
 }
 
 /// `[log]` table.
@@ -232,6 +237,7 @@ impl Default for ServerConfig {
         ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7878)),
             shutdown_grace_secs: 10,
+            request_timeout_ms: 10_000,
         }
     }
 }
@@ -329,38 +335,48 @@ impl Default for LogConfig {
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct Overrides {
     /// Address to listen on, e.g. 127.0.0.1:7878 (port 0 picks a free port).
-    #[arg(long, env = "EDGEWISED_LISTEN")]
+    #[arg(long, env = "EDGEWISED_LISTEN", global = true)]
     pub listen: Option<SocketAddr>,
     /// Seconds in-flight requests get to finish on shutdown.
-    #[arg(long, env = "EDGEWISED_SHUTDOWN_GRACE_SECS")]
+    #[arg(long, env = "EDGEWISED_SHUTDOWN_GRACE_SECS", global = true)]
     pub shutdown_grace_secs: Option<u64>,
     /// Log format.
-    #[arg(long, env = "EDGEWISED_LOG_FORMAT", value_enum)]
+    #[arg(long, env = "EDGEWISED_LOG_FORMAT", value_enum, global = true)]
     pub log_format: Option<LogFormat>,
     /// Log filter directive (RUST_LOG syntax).
-    #[arg(long, env = "EDGEWISED_LOG")]
+    #[arg(long, env = "EDGEWISED_LOG", global = true)]
     pub log_filter: Option<String>,
     /// File holding the `/v1` API bearer secret.
-    #[arg(long, env = "EDGEWISED_API_SECRET_FILE")]
+    #[arg(long, env = "EDGEWISED_API_SECRET_FILE", global = true)]
     pub api_secret_file: Option<PathBuf>,
     /// memcached servers for the token cache, comma-separated `host:port` list.
-    #[arg(long, env = "EDGEWISED_MEMCACHED", value_delimiter = ',')]
+    #[arg(
+        long,
+        env = "EDGEWISED_MEMCACHED",
+        value_delimiter = ',',
+        global = true
+    )]
     pub memcached: Option<Vec<String>>,
     /// Accept tokens when the token cache cannot decide (unsafe; logged and counted).
-    #[arg(long, env = "EDGEWISED_TOKENS_FAIL_OPEN")]
+    #[arg(long, env = "EDGEWISED_TOKENS_FAIL_OPEN", global = true)]
     pub tokens_fail_open: Option<bool>,
     /// Host table file served at `GET /v1/hosts`.
-    #[arg(long, env = "EDGEWISED_HOSTS_FILE")]
+    #[arg(long, env = "EDGEWISED_HOSTS_FILE", global = true)]
     pub hosts_file: Option<PathBuf>,
     /// Feature store directory.
-    #[arg(long, env = "EDGEWISED_FEATURES_DIR")]
+    #[arg(long, env = "EDGEWISED_FEATURES_DIR", global = true)]
     pub features_dir: Option<PathBuf>,
     /// Directory watched for feature snapshot files.
-    #[arg(long, env = "EDGEWISED_FEATURES_INGEST_DIR")]
+    #[arg(long, env = "EDGEWISED_FEATURES_INGEST_DIR", global = true)]
     pub features_ingest_dir: Option<PathBuf>,
     /// Unix socket for memcached-protocol feature lookups.
-    #[arg(long, env = "EDGEWISED_FEATURES_SOCKET")]
+    #[arg(long, env = "EDGEWISED_FEATURES_SOCKET", global = true)]
     pub features_socket: Option<PathBuf>,
+    /// Any setting by its path in the config file, e.g. `--set tokens.memcached.timeout_ms=50`
+    /// (a TOML value; bare words are strings). Repeatable. Environment variables
+    /// `EDGEWISED__TOKENS__MEMCACHED__TIMEOUT_MS=50` do the same, and lose to `--set`.
+    #[arg(long = "set", value_name = "KEY=VALUE", global = true)]
+    pub set: Vec<String>,
 }
 
 impl Config {
@@ -376,12 +392,27 @@ impl Config {
         Config::from_toml(&text).with_context(|| format!("parsing config file {}", path.display()))
     }
 
-    /// Defaults, overlaid by the file if one is given, overlaid by `overrides`.
+    /// Defaults, overlaid by the file if one is given, then by `EDGEWISED__*` variables,
+    /// `--set` assignments and the named flags (and their variables), in that order.
     pub fn load(path: Option<&Path>, overrides: &Overrides) -> anyhow::Result<Config> {
-        let mut config = match path {
-            Some(path) => Config::from_file(path)?,
-            None => Config::default(),
+        Config::load_with_env(path, std::env::vars(), overrides)
+    }
+
+    /// [`Config::load`] with the environment given rather than read.
+    pub fn load_with_env(
+        path: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+        overrides: &Overrides,
+    ) -> anyhow::Result<Config> {
+        let mut doc = match path {
+            Some(path) => read_table(path)?,
+            None => toml::Table::new(),
         };
+        overlay::apply(&mut doc, env, &overrides.set)?;
+        let mut config: Config = doc.try_into().with_context(|| match path {
+            Some(path) => format!("parsing config file {}", path.display()),
+            None => "parsing settings".to_owned(),
+        })?;
         config.apply(overrides);
         config.validate()?;
         Ok(config)
@@ -425,15 +456,30 @@ impl Config {
 
     /// Checks what the types cannot: names, ranges, addresses.
     pub fn validate(&self) -> anyhow::Result<()> {
+        if self.server.request_timeout_ms == 0 {
+            anyhow::bail!("server.request_timeout_ms must be at least 1");
+        }
         self.workspace.mode()?;
         self.tokens.validate()?;
         self.features.validate()
+    }
+
+    /// The longest a request may take.
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.server.request_timeout_ms)
     }
 
     /// The drain deadline after a shutdown signal.
     pub fn shutdown_grace(&self) -> Duration {
         Duration::from_secs(self.server.shutdown_grace_secs)
     }
+}
+
+/// A config file's syntax, before its fields are checked.
+fn read_table(path: &Path) -> anyhow::Result<toml::Table> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading config file {}", path.display()))?;
+    toml::from_str(&text).with_context(|| format!("parsing config file {}", path.display()))
 }
 
 #[cfg(test)]

@@ -40,6 +40,8 @@ pub struct Features {
     readers: Mutex<Vec<FeatureReader>>,
     /// The last version a refusal was logged for.
     warned: AtomicU64,
+    /// Held for a whole ingest (read, publish, file away); true once shutdown closed it.
+    ingest_gate: Mutex<bool>,
     metrics: Metrics,
 }
 
@@ -117,6 +119,7 @@ impl Features {
             publisher: Mutex::new(Publisher { writer, snapshot }),
             readers: Mutex::new(Vec::new()),
             warned: AtomicU64::new(0),
+            ingest_gate: Mutex::new(false),
             metrics: Metrics::default(),
         });
         features
@@ -174,6 +177,13 @@ impl Features {
         })
     }
 
+    /// Waits for an ingest or publish in progress to end and takes no further files
+    /// (shutdown calls this so that none is cut off); returns the version now published.
+    pub fn settle(&self) -> u64 {
+        *lock(&self.ingest_gate) = true;
+        lock(&self.publisher).writer.version()
+    }
+
     /// The features of `key` in `table`, read from the published store.
     pub fn get(
         &self,
@@ -186,6 +196,18 @@ impl Features {
                 .and_then(|t| t.get(key).map(<[f32]>::to_vec));
             found.map(|values| (guard.version(), values))
         })
+    }
+
+    /// Whether the store can be read, as the origin apps read it.
+    pub fn readiness(&self) -> Result<String, String> {
+        let read = self.with_guard(|guard| match guard.refused() {
+            None => format!("version {}", guard.version()),
+            Some(why) => format!(
+                "version {} (a newer one was refused: {why})",
+                guard.version()
+            ),
+        });
+        read.map_err(|e| format!("store unreadable: {e}"))
     }
 
     /// Runs `f` on the current version, read through a reader from the pool (a new one if

@@ -87,6 +87,20 @@ impl HostTables {
             .clone()
     }
 
+    /// Whether a configured table is being served (it always is once loaded: a bad reload
+    /// keeps the last good one).
+    pub fn readiness(&self) -> Result<String, String> {
+        match (&self.path, self.current()) {
+            (None, _) => Ok("not configured".to_owned()),
+            (Some(_), Some(table)) => Ok(format!(
+                "version {}, {} hosts",
+                table.table.version,
+                table.table.hosts.len()
+            )),
+            (Some(path), None) => Err(format!("no table loaded from {}", path.display())),
+        }
+    }
+
     /// Reads the file again and publishes it if it changed. On error the old table stays.
     pub fn reload(&self) -> anyhow::Result<Reload> {
         let Some(path) = &self.path else {

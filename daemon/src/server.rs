@@ -53,9 +53,11 @@ impl Server {
 
         let draining = Arc::new(Notify::new());
         let notify = Arc::clone(&draining);
-        let routes = router(self.app);
+        let app = Arc::clone(&self.app);
+        let routes = router(Arc::clone(&self.app));
         let serve = axum::serve(self.listener, routes).with_graceful_shutdown(async move {
             shutdown.await;
+            app.drain();
             notify.notify_one();
         });
         tokio::select! {
@@ -63,6 +65,10 @@ impl Server {
             () = async { draining.notified().await; tokio::time::sleep(grace).await } => {
                 tracing::warn!(?grace, "grace period over, dropping in-flight requests");
             }
+        }
+        if let Some(features) = self.app.features().cloned() {
+            let version = tokio::task::spawn_blocking(move || features.settle()).await?;
+            tracing::info!(version, "feature store: no publish in progress");
         }
         tracing::info!("stopped");
         Ok(())

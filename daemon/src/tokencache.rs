@@ -164,6 +164,14 @@ impl TokenCache {
         }
     }
 
+    /// Whether redemptions can be decided now; the detail says by what, or why not.
+    pub async fn readiness(&self) -> Result<String, String> {
+        match &self.backend {
+            Backend::Memcached(m) => m.readiness().await,
+            Backend::Embedded(e) => Ok(format!("embedded store, {} records", e.records())),
+        }
+    }
+
     /// Writes the token families (and the backend's) to `page`.
     pub fn render(&self, page: &mut Exposition) {
         let c = &self.counters;

@@ -255,3 +255,32 @@ fn the_socket_speaks_memcached_and_a_restart_resumes() {
     );
     assert!(read(&setup.store(), "user", 43).unwrap().0 > version);
 }
+
+#[test]
+fn shutdown_finishes_a_publish_in_progress() {
+    let setup = Setup::new("shutdown");
+    let mut daemon = setup.start();
+    // Big enough that parsing and publishing it take a while in a debug build.
+    let mut csv = String::new();
+    for key in 1..=200_000u64 {
+        csv.push_str(&format!("{key},{key}.5,1,2,3,4,5,6,7\n"));
+    }
+    setup.drop_file("big.csv", csv.as_bytes());
+    daemon.wait_for_log("ingesting a feature snapshot file", Duration::from_secs(20));
+    daemon.signal("TERM");
+    let (status, log) = daemon.wait(Duration::from_secs(60));
+    assert!(status.success(), "{status}; log:\n{}", log.join("\n"));
+    let published = log
+        .iter()
+        .position(|l| l.contains("feature snapshot file published"));
+    let stopped = log.iter().position(|l| l.contains("stopped"));
+    assert!(
+        matches!((published, stopped), (Some(p), Some(s)) if p < s),
+        "the publish must finish before the daemon stops:\n{}",
+        log.join("\n")
+    );
+    let (_, values) = read(&setup.store(), "big", 200_000).unwrap();
+    assert_eq!(values, [200_000.5, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]);
+    // Filed away, so a restart does not ingest it again.
+    assert!(!setup.dir.join("ingest/big.csv").exists());
+}

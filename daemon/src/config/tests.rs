@@ -103,3 +103,73 @@ fn token_and_workspace_settings_are_validated() {
     good.validate().unwrap();
     assert_eq!(good.workspace.mode().unwrap(), edgewise::ScrubMode::Shadow);
 }
+
+#[test]
+fn any_field_can_be_set_from_the_environment_and_set_flags() {
+    let env = [
+        ("EDGEWISED__TOKENS__MEMCACHED__TIMEOUT_MS", "50"),
+        ("EDGEWISED__TOKENS__MEMCACHED__SERVERS", r#"["a:1", "b:2"]"#),
+        ("EDGEWISED__LOG__FILTER", "debug"),
+        ("EDGEWISED__SERVER__REQUEST_TIMEOUT_MS", "7"),
+        ("UNRELATED", "x"),
+    ]
+    .map(|(k, v)| (k.to_owned(), v.to_owned()));
+    let overrides = Overrides {
+        set: vec![
+            "server.request_timeout_ms=9".into(),
+            "workspace.scrub=full".into(),
+            "tokens.key_prefix=\"123\"".into(),
+        ],
+        ..Overrides::default()
+    };
+    let config = Config::load_with_env(None, env, &overrides).unwrap();
+    assert_eq!(config.tokens.memcached.timeout_ms, 50);
+    assert_eq!(config.tokens.memcached.servers, ["a:1", "b:2"]);
+    assert_eq!(config.log.filter, "debug");
+    // --set beats the environment.
+    assert_eq!(config.request_timeout(), Duration::from_millis(9));
+    assert_eq!(config.workspace.scrub, "full");
+    assert_eq!(config.tokens.key_prefix, "123");
+}
+
+#[test]
+fn generic_settings_are_checked_like_the_file() {
+    let load = |sets: &[&str]| {
+        let overrides = Overrides {
+            set: sets.iter().map(|s| (*s).to_owned()).collect(),
+            ..Overrides::default()
+        };
+        Config::load_with_env(None, [], &overrides).map_err(|e| format!("{e:#}"))
+    };
+    let typo = load(&["server.lisen=1"]).unwrap_err();
+    assert!(typo.contains("lisen"), "{typo}");
+    let wrong_type = load(&["server.request_timeout_ms=soon"]).unwrap_err();
+    assert!(wrong_type.contains("request_timeout_ms"), "{wrong_type}");
+    let not_a_section = load(&["log.filter.x=1"]).unwrap_err();
+    assert!(not_a_section.contains("filter"), "{not_a_section}");
+    for bad in ["nothing", "=1", "a..b=1", "server.=1"] {
+        assert!(load(&[bad]).is_err(), "{bad}");
+    }
+    let zero = load(&["server.request_timeout_ms=0"]).unwrap_err();
+    assert!(zero.contains("request_timeout_ms"), "{zero}");
+}
+
+#[test]
+fn the_file_is_overlaid_field_by_field() {
+    let dir = std::env::temp_dir().join(format!("edgewised-overlay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("edgewised.toml");
+    std::fs::write(
+        &path,
+        "[tokens.memcached]\nservers = [\"m:1\"]\ntimeout_ms = 80\n",
+    )
+    .unwrap();
+    let env = [(
+        "EDGEWISED__TOKENS__MEMCACHED__TIMEOUT_MS".to_owned(),
+        "40".to_owned(),
+    )];
+    let config = Config::load_with_env(Some(&path), env, &Overrides::default()).unwrap();
+    assert_eq!(config.tokens.memcached.servers, ["m:1"]);
+    assert_eq!(config.tokens.memcached.timeout_ms, 40);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

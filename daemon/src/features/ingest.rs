@@ -78,10 +78,15 @@ fn settled(dir: &Path, waiting: &mut HashMap<PathBuf, Stamp>) -> Vec<PathBuf> {
 
 /// Parses, publishes and files away one snapshot file.
 fn ingest(features: &Features, dir: &Path, path: &Path) {
+    let closed = super::lock(&features.ingest_gate);
+    if *closed {
+        return;
+    }
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    tracing::info!(file = %name, "ingesting a feature snapshot file");
     let published = read(path, &name)
         .and_then(|change| features.apply_now(change).map_err(anyhow::Error::from));
     match published {

@@ -116,6 +116,35 @@ impl Memcached {
         WorkspacePool::render(page, &[&self.workspaces]);
     }
 
+    /// Whether every spend can still reach a quorum of its owners: at most `replicas - quorum`
+    /// servers may be unreachable. The detail names each server's state.
+    pub(crate) async fn readiness(&self) -> Result<String, String> {
+        let mut probes = tokio::task::JoinSet::new();
+        for (i, server) in self.servers.iter().enumerate() {
+            let link = Arc::clone(&server.link);
+            probes.spawn(async move { (i, stats::probe(&link).await) });
+        }
+        let mut states = vec![String::new(); self.servers.len()];
+        let mut down = 0;
+        while let Some(Ok((i, result))) = probes.join_next().await {
+            let addr = &self.servers[i].link.addr;
+            states[i] = match result {
+                Ok(_) => format!("{addr} up"),
+                Err(why) => {
+                    down += 1;
+                    format!("{addr} down ({why})")
+                }
+            };
+        }
+        let detail = format!("memcached: {}", states.join(", "));
+        let tolerated = self.replicas - (self.replicas / 2 + 1);
+        if down <= tolerated {
+            Ok(detail)
+        } else {
+            Err(detail)
+        }
+    }
+
     pub(crate) fn describe(&self) -> String {
         let addrs: Vec<&str> = self.servers.iter().map(|s| s.link.addr.as_str()).collect();
         format!("memcached {} (replicas {})", addrs.join(","), self.replicas)

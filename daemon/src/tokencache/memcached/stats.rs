@@ -19,9 +19,8 @@ pub(crate) async fn poll(link: Arc<Link>, interval: Duration) {
     let mut ticker = tokio::time::interval(interval);
     loop {
         ticker.tick().await;
-        match timeout(link.io_timeout.max(Duration::from_secs(1)), fetch(&link)).await {
-            Ok(Ok(stats)) => {
-                record(&link, &stats);
+        match probe(&link).await {
+            Ok(stats) => {
                 if let Some(last) = last_evictions
                     && stats.evictions > last
                 {
@@ -34,10 +33,20 @@ pub(crate) async fn poll(link: Arc<Link>, interval: Duration) {
                 }
                 last_evictions = Some(stats.evictions);
             }
-            Ok(Err(why)) => tracing::debug!(server = %link.addr, %why, "stats poll failed"),
-            Err(_) => tracing::debug!(server = %link.addr, "stats poll timed out"),
+            Err(why) => tracing::debug!(server = %link.addr, %why, "stats poll failed"),
         }
     }
+}
+
+/// Fetches and records `link`'s stats on a connection of its own: also the readiness check,
+/// since a server that answers `stats` can record spends.
+pub(crate) async fn probe(link: &Link) -> Result<proto::ServerStats, String> {
+    let limit = link.io_timeout.max(Duration::from_secs(1));
+    let stats = timeout(limit, fetch(link))
+        .await
+        .map_err(|_| "stats timed out".to_owned())??;
+    record(link, &stats);
+    Ok(stats)
 }
 
 fn record(link: &Link, stats: &proto::ServerStats) {

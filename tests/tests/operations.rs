@@ -1,0 +1,156 @@
+//! Operating the real `edgewised`: readiness, per-endpoint metrics, request deadlines, and
+//! settings given without a config file.
+
+use std::{
+    io::{Read, Write},
+    net::TcpStream,
+    process::Command,
+    time::{Duration, Instant},
+};
+
+use edgewise_tests::{Daemon, Memcached, daemon_bin, http, http_request};
+
+/// The value of the sample line starting with `series ` on a `/metrics` page.
+fn sample(page: &str, series: &str) -> Option<f64> {
+    page.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn readyz_reports_each_dependency_and_follows_memcached() {
+    let mut memcached = Memcached::start(&[]);
+    let daemon = Daemon::start(&["--memcached", &memcached.addr()]);
+    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    assert_eq!(status, 200, "{body}");
+    for expected in [
+        r#""status":"ready""#,
+        r#""tokens":{"ok":true"#,
+        "up",
+        r#""hosts":{"ok":true,"detail":"not configured"}"#,
+        r#""serving":{"ok":true"#,
+    ] {
+        assert!(body.contains(expected), "{expected} in {body}");
+    }
+
+    memcached.kill();
+    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains(r#""status":"not ready""#), "{body}");
+    assert!(body.contains(r#""tokens":{"ok":false"#), "{body}");
+    assert!(body.contains("down"), "{body}");
+    // Alive all the same: liveness must not restart a daemon whose memcached is away.
+    assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
+
+    memcached.restart();
+    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    assert_eq!(status, 200, "{body}");
+}
+
+#[test]
+fn readyz_with_the_embedded_store_is_ready() {
+    let daemon = Daemon::start(&[]);
+    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("embedded store"), "{body}");
+}
+
+#[test]
+fn metrics_count_requests_per_endpoint_and_status_class() {
+    let daemon = Daemon::start(&[]);
+    for _ in 0..3 {
+        assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
+    }
+    assert_eq!(http(daemon.addr, "GET", "/v1/hosts").0, 401);
+    assert_eq!(http(daemon.addr, "GET", "/no/such/route").0, 404);
+    assert_eq!(http(daemon.addr, "DELETE", "/readyz").0, 405);
+    let (status, page) = http(daemon.addr, "GET", "/metrics");
+    assert_eq!(status, 200);
+    let count = |endpoint: &str, code: &str| {
+        let series =
+            format!(r#"edgewise_http_requests_total{{endpoint="{endpoint}",code="{code}"}}"#);
+        sample(&page, &series).unwrap_or_else(|| panic!("{series} missing:\n{page}"))
+    };
+    assert_eq!(count("/healthz", "2xx"), 3.0);
+    assert_eq!(count("/v1/hosts", "4xx"), 1.0);
+    assert_eq!(count("/readyz", "4xx"), 1.0);
+    assert_eq!(count("other", "4xx"), 1.0);
+    assert_eq!(count("/v1/tokens/redeem", "2xx"), 0.0);
+    let latency = r#"edgewise_http_request_duration_seconds_count{endpoint="/healthz"}"#;
+    assert_eq!(sample(&page, latency), Some(3.0), "{page}");
+    let bucket = r#"edgewise_http_request_duration_seconds_bucket{endpoint="/healthz",le="+Inf"}"#;
+    assert_eq!(sample(&page, bucket), Some(3.0), "{page}");
+    // The scrape itself is in flight while the page is rendered.
+    assert_eq!(sample(&page, "edgewise_http_requests_in_flight"), Some(1.0));
+}
+
+#[test]
+fn a_request_trickling_its_body_is_cut_off_with_408() {
+    let daemon = Daemon::start(&["--set", "server.request_timeout_ms=300"]);
+    let mut stream = TcpStream::connect(daemon.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    // Promises 100 bytes, sends 10 and stalls.
+    stream
+        .write_all(
+            b"POST /v1/tokens/redeem HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"token_ty",
+        )
+        .unwrap();
+    let mut response = Vec::new();
+    // The daemon answers and closes the connection: read_to_end returns.
+    stream.read_to_end(&mut response).unwrap();
+    let elapsed = started.elapsed();
+    let text = String::from_utf8_lossy(&response);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        text.to_ascii_lowercase().contains("connection: close"),
+        "{text}"
+    );
+    assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
+
+    let (_, page) = http(daemon.addr, "GET", "/metrics");
+    assert_eq!(
+        sample(&page, "edgewise_http_request_timeouts_total"),
+        Some(1.0),
+        "{page}"
+    );
+    // A prompt request on a new connection is unaffected.
+    let (status, _) = http_request(daemon.addr, "GET", "/healthz", &[], b"");
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn any_setting_can_come_from_the_environment_or_set() {
+    let dir = std::env::temp_dir().join(format!("edgewise-ops-set-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("edgewised.toml");
+    std::fs::write(&path, "[tokens.memcached]\ntimeout_ms = 80\n").unwrap();
+    let check = |env: &[(&str, &str)], args: &[&str]| {
+        Command::new(daemon_bin())
+            .arg("check-config")
+            .arg(&path)
+            .args(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    };
+    let out = check(
+        &[("EDGEWISED__TOKENS__MEMCACHED__TIMEOUT_MS", "55")],
+        &["--set", "workspace.verify_one_in=7"],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("timeout_ms: 55"), "{stdout}");
+    assert!(stdout.contains("verify_one_in: 7"), "{stdout}");
+
+    let out = check(&[("EDGEWISED__SERVER__LISEN", "1")], &[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("lisen"), "{stderr}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
