@@ -64,12 +64,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   printf '%s\n' "$want" >"$stamp"
 fi
 
-if ! command -v memcached >/dev/null 2>&1; then
-  log "apt-get install memcached"
+# Debian packages: memcached (the token cache the tests run against) and systemd's
+# systemd-analyze (the tests verify daemon/dist/edgewised.service with it).
+packages=()
+command -v memcached >/dev/null 2>&1 || packages+=(memcached)
+command -v systemd-analyze >/dev/null 2>&1 || packages+=(systemd)
+if [ "${#packages[@]}" -gt 0 ]; then
+  log "apt-get install ${packages[*]}"
   sudo=""
   [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq memcached
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${packages[@]}"
 fi
 
 log "setup complete"
