@@ -78,7 +78,8 @@ trap 'exit 130' INT TERM
 # listens on.
 origin_args=()
 substitutions=()
-for label in $(grep -o '@[a-z0-9-]*@' "$demo_dir/hosts.toml.in" | tr -d @ | sort -u); do
+labels=$(grep '^address = ' "$demo_dir/hosts.toml.in" | grep -o '@[a-z0-9-]*@' | tr -d @ | sort -u)
+for label in $labels; do
   port=$(free_port)
   substitutions+=(-e "s/@$label@/$port/g")
   if [ "$label" = dead ]; then

@@ -313,7 +313,7 @@ const metricsText = await (await fetch(`${opts.daemon}/metrics`)).text();
 const metric = (name) =>
   metricsText.split("\n").filter((l) => l.startsWith(name) && !l.startsWith("#")).map((l) => {
     const [, labels = "", value] = l.match(/^[a-z_]+(?:\{([^}]*)\})? (\S+)$/) ?? [];
-    return { labels, value: Number(value) };
+    return { labels, value };
   });
 
 // The feature snapshot scripts/demo.sh dropped into the ingest directory, read the two ways an
@@ -344,7 +344,12 @@ else if (!sameValues(mappedValues)) fail(`read_features differs from the CSV: ${
 
 // The worker logs every retry ("...; retrying on http://...").
 const workerLog = opts["worker-log"] ? readFileSync(opts["worker-log"], "utf8") : "";
-const retries = workerLog.split("\n").filter((l) => l.includes("retrying on")).length;
+const retriedOn = {};
+for (const [, port] of workerLog.matchAll(/retrying on http:\/\/127\.0\.0\.1:(\d+)/g)) {
+  const label = originByPort.get(Number(port)) ?? `:${port}`;
+  retriedOn[label] = (retriedOn[label] ?? 0) + 1;
+}
+const retries = Object.values(retriedOn).reduce((a, b) => a + b, 0);
 
 // --- summary -----------------------------------------------------------------------------
 
@@ -358,12 +363,15 @@ const ms = (x) => (Number.isNaN(x) ? "-" : x.toFixed(1));
 function table(head, rows) {
   const all = [head, ...rows].map((r) => r.map(String));
   const widths = head.map((_, c) => Math.max(...all.map((r) => (r[c] ?? "").length)));
-  const line = (r, i) => r.map((cell, c) => (c === 0 || i === -1 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join("  ");
-  console.log(bold(line(all[0], -1)));
-  for (const r of all.slice(1)) console.log(line(r, 0));
+  // Columns of numbers are right-aligned, the others left-aligned.
+  const numeric = head.map((_, c) => rows.every((r) => /^[\d.-]*$/.test(String(r[c] ?? ""))));
+  const line = (r) => r.map((cell, c) => (numeric[c] ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join("  ").trimEnd();
+  console.log(bold(line(all[0])));
+  for (const r of all.slice(1)) console.log(line(r));
 }
 
-const categories = [...new Set(results.map((r) => r.category))];
+const ORDER = ["routed", "internal-headers", "origin-status", "token-missing", "token-valid", "token-forged", "token-replay", "token-race"];
+const categories = [...new Set(results.map((r) => r.category))].sort((a, b) => ORDER.indexOf(a) - ORDER.indexOf(b));
 const statuses = [...new Set(results.map((r) => r.status))].sort();
 console.log(`\n${bold("== requests by category and outcome")} (${results.length} requests in ${elapsed.toFixed(1)} s, up to ${CONCURRENCY} in flight)`);
 const latencyRow = (name, rs) => {
@@ -412,8 +420,11 @@ table(["zone", "stage", "n", "subset", "answered by"], [...groups.entries()].sor
   const deadIn = subset.hosts.some((h) => !h.live) ? " +dead" : "";
   return [zone, stage, rs.length, subset.via + deadIn, Object.entries(by).sort().map(([l, n]) => `${l} ${n}`).join(", ")];
 }));
-const deadSubset = answered.filter((r) => subsetOf(r.md).hosts.some((h) => !h.live));
-console.log(`requests whose subset holds the dead origin: ${deadSubset.length}, all answered 200 by a live host: ${deadSubset.every((r) => r.status < 500)}; retries in the worker log: ${retries}`);
+const deadSubset = results.filter((r) => r.label && subsetOf(r.md).hosts.some((h) => !h.live));
+const unreachable = results.filter((r) => r.status === 502).length;
+console.log(`dead origin: ${deadSubset.length} requests routed to subsets holding it, every one answered by a live origin;`);
+console.log(`  the worker retried ${retries} of them on another host of the subset (${Object.entries(retriedOn).sort().map(([l, n]) => `${l} ${n}`).join(", ")}); 502s: ${unreachable}`);
+if (unreachable > 0) fail(`${unreachable} requests got 502 (origin unreachable)`);
 if (deadSubset.length > 0 && retries === 0 && workerLog) fail("no retry of the dead origin in the worker log");
 
 console.log(`\n${bold("== Privacy Pass")}`);
@@ -430,10 +441,13 @@ table(["what", "n", "result"], [
 ]);
 
 console.log(`\n${bold("== daemon /metrics")}`);
-for (const { labels, value } of metric("edgewise_token_redemptions_total")) console.log(`token redemptions {${labels}}: ${value}`);
-for (const name of ["edgewise_hosts_version", "edgewise_hosts_hosts", "edgewise_features_version", "edgewise_features_keys", "edgewise_features_ingested_files_total"]) {
-  for (const { labels, value } of metric(name)) console.log(`${name}${labels ? `{${labels}}` : ""}: ${value}`);
-}
+const redemptions = Object.fromEntries(metric("edgewise_token_redemptions_total").map(({ labels, value }) => [labels.match(/outcome="([^"]+)"/)?.[1] ?? labels, Number(value)]));
+const gauge = (name) => metric(name)[0]?.value ?? "-";
+console.log(`token redemptions by outcome: ${Object.entries(redemptions).map(([k, v]) => `${k} ${v}`).join(", ")} (tokens the worker admitted: ${stats.admitted})`);
+console.log(`host table: version ${gauge("edgewise_hosts_version")}, ${gauge("edgewise_hosts_hosts")} hosts`);
+console.log(`feature store: version ${gauge("edgewise_features_version")}, ${gauge("edgewise_features_keys")} keys, ${gauge("edgewise_features_ingested_files_total")} snapshot file(s) ingested`);
+if (redemptions.fresh !== stats.admitted) fail(`the daemon counted ${redemptions.fresh} fresh redemptions, the worker admitted ${stats.admitted} tokens`);
+if ((redemptions.failed_open ?? 0) > 0) fail("the daemon failed open");
 
 console.log(`\n${bold("== feature snapshot, as origin apps read it")} (${TABLE}.csv dropped into the ingest directory)`);
 console.log(`GET /v1/features/${TABLE}/${KEY} (daemon API): ${api.status} ${api.body}`);
