@@ -6,13 +6,15 @@
 # on Ctrl-C or failure), leaving no process behind. Exits non-zero if any invariant failed.
 #
 # Environment: EDGEWISE_DEMO_SKIP_SETUP=1 skips scripts/setup.sh (the test suite ran it);
-# EDGEWISE_DEMO_MEMCACHED=0 uses the daemon's embedded token store even if memcached is installed.
+# EDGEWISE_DEMO_MEMCACHED=0 uses the daemon's embedded token store even if memcached is installed;
+# EDGEWISE_DEMO_DIR is where the run's config, data, logs and pids go (default .edgewise/demo,
+# emptied first).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 demo_dir=scripts/demo
-run_dir="$STATE_DIR/demo"
+run_dir="${EDGEWISE_DEMO_DIR:-$STATE_DIR/demo}"
 SECONDS=0
 
 # --- set up and build ----------------------------------------------------------------------
