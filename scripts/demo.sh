@@ -103,17 +103,27 @@ secret="demo-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 (umask 077 && printf '%s\n' "$secret" >"$run_dir/api-secret")
 
 memcached_servers="[]"
-if [ "${EDGEWISE_DEMO_MEMCACHED:-1}" != 0 ] && command -v memcached >/dev/null 2>&1; then
+token_store="EMBEDDED in edgewised"
+if [ "${EDGEWISE_DEMO_MEMCACHED:-1}" = 0 ]; then
+  why="EDGEWISE_DEMO_MEMCACHED=0"
+elif ! command -v memcached >/dev/null 2>&1; then
+  why="memcached is not installed"
+else
+  why=""
+fi
+if [ -z "$why" ]; then
   memcached_port=$(free_port)
   log "memcached on 127.0.0.1:$memcached_port (the token cache)"
   as_root=()
   [ "$(id -u)" = 0 ] && as_root=(-u root)
   start memcached memcached -l 127.0.0.1 -p "$memcached_port" -U 0 "${as_root[@]}"
   memcached_servers="[\"127.0.0.1:$memcached_port\"]"
+  token_store="memcached 127.0.0.1:$memcached_port"
 else
-  printf '\n\033[1;33m!!! memcached is not installed (or EDGEWISE_DEMO_MEMCACHED=0): edgewised uses its\n'
-  printf '!!! EMBEDDED token store. Tokens are spend-once within this one daemon only; production\n'
-  printf '!!! runs memcached ([tokens.memcached] servers).\033[0m\n\n'
+  printf '\n\033[1;33m!!! %s: edgewised uses its EMBEDDED token store.\n' "$why"
+  printf '!!! Tokens are spend-once within this one daemon only; production runs memcached\n'
+  printf '!!! ([tokens.memcached] servers in the daemon config).\033[0m\n\n'
+  token_store="EMBEDDED in edgewised ($why)"
 fi
 
 cat >"$run_dir/edgewised.toml" <<EOF
@@ -183,7 +193,7 @@ node "$demo_dir/traffic.mjs" --worker "http://127.0.0.1:$worker_port" \
   --daemon "http://127.0.0.1:$daemon_port" --secret "$secret" --hosts "$run_dir/hosts.toml" \
   "${origin_args[@]}" --issuer "$issuer" --issuer-key "$issuer_key" \
   --reader target/debug/examples/read_features --features-dir "$run_dir/features" \
-  --table user_risk --key 42 --worker-log "$run_dir/worker.log" \
+  --table user_risk --key 42 --worker-log "$run_dir/worker.log" --token-store "$token_store" \
   --defaults shared/src/headers/defaults.rs | tee "$run_dir/summary.txt" || status=$?
 
 printf '\nbuild and setup %d s, services up in %d s, traffic and checks %d s\n' \

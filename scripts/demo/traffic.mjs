@@ -92,7 +92,7 @@ const failures = [];
 const fail = (what) => failures.push(what);
 const stats = {
   injected: 0, injectedReached: 0, routingHeaderSent: 0, routingHeaderReached: 0,
-  benignSent: 0, benignReached: 0, respInternal: 0, respInternalReached: 0, respInternalByName: {},
+  benignSent: 0, benignReached: 0, respInternal: 0, respInternalReached: 0, respInternalByName: {}, respInternalReachedByName: {},
   benignRespSent: 0, benignRespReached: 0, admitted: 0, authReached: 0, bodies: 0, bodiesIntact: 0,
 };
 
@@ -205,7 +205,10 @@ function internalHeaders() {
       const name = leak.split(":")[0];
       stats.respInternal++;
       stats.respInternalByName[name] = (stats.respInternalByName[name] ?? 0) + 1;
-      if (r.res.headers.has(name)) stats.respInternalReached++;
+      if (r.res.headers.has(name)) {
+        stats.respInternalReached++;
+        stats.respInternalReachedByName[name] = (stats.respInternalReachedByName[name] ?? 0) + 1;
+      }
     }
     stats.benignRespSent++;
     if (r.res.headers.get("x-demo-kept") === "1") stats.benignRespReached++;
@@ -388,7 +391,10 @@ table(["what", "sent", "reached the other side", "stripped"], [
   ["internal request headers injected (as origins saw them)", stats.injected, stats.injectedReached, stats.injected - stats.injectedReached],
   ["routing header x-edgewise-zone (read, then stripped)", stats.routingHeaderSent, stats.routingHeaderReached, stats.routingHeaderSent - stats.routingHeaderReached],
   ["harmless request header x-request-tag", stats.benignSent, stats.benignReached, stats.benignSent - stats.benignReached],
-  ...Object.entries(stats.respInternalByName).map(([name, n]) => [`internal response header ${name}`, n, 0, n]),
+  ...Object.entries(stats.respInternalByName).map(([name, n]) => {
+    const reached = stats.respInternalReachedByName[name] ?? 0;
+    return [`internal response header ${name}`, n, reached, n - reached];
+  }),
   ["harmless response header x-demo-kept", stats.benignRespSent, stats.benignRespReached, stats.benignRespSent - stats.benignRespReached],
   ["Privacy Pass token (authorization) of admitted requests", stats.admitted, stats.authReached, stats.admitted - stats.authReached],
 ]);
@@ -427,7 +433,7 @@ console.log(`  the worker retried ${retries} of them on another host of the subs
 if (unreachable > 0) fail(`${unreachable} requests got 502 (origin unreachable)`);
 if (deadSubset.length > 0 && retries === 0 && workerLog) fail("no retry of the dead origin in the worker log");
 
-console.log(`\n${bold("== Privacy Pass")}`);
+console.log(`\n${bold("== Privacy Pass")} (spend records: ${opts["token-store"] ?? "?"})`);
 const count = (cat, status) => results.filter((r) => r.category === cat && r.status === status).length;
 const all = (cat) => results.filter((r) => r.category === cat).length;
 const blocked = count("token-replay", 401) + races.reduce((n, r) => n + r.refused, 0);
@@ -458,7 +464,7 @@ if (failures.length === 0) {
   console.log("all hold: no internal header reached an origin or a client, no replay admitted, every valid token admitted, every request routed within its subset, no unexpected 5xx");
 } else {
   const unique = [...new Set(failures)];
-  console.log(`${failures.length} FAILED:`);
+  console.log(`FAILED: ${failures.length} checks (${unique.length} distinct)`);
   for (const f of unique.slice(0, 20)) console.log(`  - ${f}`);
   if (unique.length > 20) console.log(`  ... and ${unique.length - 20} more`);
   process.exit(1);
