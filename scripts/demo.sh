@@ -51,7 +51,9 @@ survivors() {
 
 stop_all() {
   local status=$? pgid left
-  trap - EXIT INT TERM
+  # A second Ctrl-C must not cut the clean-up short.
+  trap '' INT TERM
+  trap - EXIT
   ((${#pgids[@]} > 0)) || exit "$status"
   for pgid in "${pgids[@]}"; do kill -TERM -- "-$pgid" 2>/dev/null || true; done
   # Up to 5 s for a graceful exit (edgewised drains, wrangler stops workerd), then SIGKILL.
@@ -74,15 +76,23 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
+# free_port (lib.sh) asks the kernel for a port and releases it at once; remember the ones this
+# run took ($run_dir/ports) so that no two of its services (or the dead host) get the same one.
+new_port() {
+  local port
+  while port=$(free_port) && grep -qx "$port" "$run_dir/ports" 2>/dev/null; do :; done
+  echo "$port" | tee -a "$run_dir/ports"
+}
+
 # --- origins and the host table ------------------------------------------------------------
 
-# One origin per @label@ of the template, replaced by its port; "dead" gets a port nobody
-# listens on.
+# One origin per @label@ port placeholder of the template's addresses, replaced by its port;
+# "dead" gets a port nobody listens on.
 origin_args=()
 substitutions=()
 labels=$(grep '^address = ' "$demo_dir/hosts.toml.in" | grep -o '@[a-z0-9-]*@' | tr -d @ | sort -u)
 for label in $labels; do
-  port=$(free_port)
+  port=$(new_port)
   substitutions+=(-e "s/@$label@/$port/g")
   if [ "$label" = dead ]; then
     log "dead origin: nothing listens on 127.0.0.1:$port"
@@ -96,9 +106,9 @@ sed "${substitutions[@]}" "$demo_dir/hosts.toml.in" >"$run_dir/hosts.toml"
 
 # --- memcached and edgewised ---------------------------------------------------------------
 
-daemon_port=$(free_port)
-worker_port=$(free_port)
-inspector_port=$(free_port)
+daemon_port=$(new_port)
+worker_port=$(new_port)
+inspector_port=$(new_port)
 secret="demo-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 (umask 077 && printf '%s\n' "$secret" >"$run_dir/api-secret")
 
@@ -112,7 +122,7 @@ else
   why=""
 fi
 if [ -z "$why" ]; then
-  memcached_port=$(free_port)
+  memcached_port=$(new_port)
   log "memcached on 127.0.0.1:$memcached_port (the token cache)"
   as_root=()
   [ "$(id -u)" = 0 ] && as_root=(-u root)
@@ -182,7 +192,8 @@ for origin in "${origin_args[@]}"; do
   [ "$origin" = --origin ] && continue
   wait_http "${origin#*=}" / 30 || die "origin ${origin%=*} did not start; see $run_dir/origin-${origin%=*}.log"
 done
-wait_http "$worker_port" / 600 || die "wrangler dev did not start; see $run_dir/worker.log"
+# The first worker build on a fresh machine takes minutes (wasm-release profile).
+wait_http "$worker_port" / 900 || die "wrangler dev did not start; see $run_dir/worker.log"
 up_secs=$((SECONDS - build_secs))
 
 # --- traffic and summary -------------------------------------------------------------------

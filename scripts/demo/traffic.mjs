@@ -105,7 +105,7 @@ async function send(category, path, { md = {}, headers = {}, method = "GET", bod
   const started = performance.now();
   let res, text;
   try {
-    res = await fetch(WORKER + path + query, { method, headers: h, body, redirect: "manual" });
+    res = await fetch(WORKER + path + query, { method, headers: h, body, redirect: "manual", signal: AbortSignal.timeout(20_000) });
     text = await res.text();
   } catch (e) {
     const r = { category, status: "error", ms: performance.now() - started, md };
