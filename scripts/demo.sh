@@ -201,7 +201,7 @@ up_secs=$((SECONDS - build_secs))
 log "replaying the traffic mix through the worker at http://127.0.0.1:$worker_port"
 status=0
 node "$demo_dir/traffic.mjs" --worker "http://127.0.0.1:$worker_port" \
-  --daemon "http://127.0.0.1:$daemon_port" --secret "$secret" --hosts "$run_dir/hosts.toml" \
+  --daemon "http://127.0.0.1:$daemon_port" --secret-file "$run_dir/api-secret" --hosts "$run_dir/hosts.toml" \
   "${origin_args[@]}" --issuer "$issuer" --issuer-key "$issuer_key" \
   --reader target/debug/examples/read_features --features-dir "$run_dir/features" \
   --table user_risk --key 42 --worker-log "$run_dir/worker.log" --token-store "$token_store" \

@@ -2,9 +2,10 @@
 // mix of requests through the worker, checks every answer against what the configuration says
 // must happen, prints a summary and exits 1 if any invariant failed.
 //
-//   node scripts/demo/traffic.mjs --worker URL --daemon URL --secret S --hosts FILE
+//   node scripts/demo/traffic.mjs --worker URL --daemon URL --secret-file FILE --hosts FILE
 //        --origin LABEL=PORT... --issuer BIN --issuer-key PEM --reader BIN --features-dir DIR
-//        --worker-log FILE --defaults shared/src/headers/defaults.rs [--table T --key K]
+//        --defaults shared/src/headers/defaults.rs [--worker-log FILE] [--token-store TEXT]
+//        [--table T --key K --csv FILE (default scripts/demo/user_risk.csv)]
 //
 // The mix: routed requests with every combination of routing metadata (zone from a header,
 // stage from the query; GETs and POSTs with bodies), requests carrying internal headers a client
@@ -25,7 +26,7 @@ for (let i = 2; i < process.argv.length; i += 2) {
   if (Array.isArray(opts[name])) opts[name].push(value);
   else opts[name] = value;
 }
-for (const required of ["worker", "daemon", "secret", "hosts", "issuer", "issuer-key", "reader", "features-dir", "defaults"]) {
+for (const required of ["worker", "daemon", "secret-file", "hosts", "issuer", "issuer-key", "reader", "features-dir", "defaults"]) {
   if (!opts[required]) throw new Error(`traffic.mjs: --${required} is required`);
 }
 const TABLE = opts.table ?? "user_risk";
@@ -311,7 +312,7 @@ const elapsed = (performance.now() - started) / 1000;
 
 // --- what the daemon says ----------------------------------------------------------------
 
-const bearer = { authorization: `Bearer ${opts.secret}` };
+const bearer = { authorization: `Bearer ${readFileSync(opts["secret-file"], "utf8").trim()}` };
 const metricsText = await (await fetch(`${opts.daemon}/metrics`)).text();
 const metric = (name) =>
   metricsText.split("\n").filter((l) => l.startsWith(name) && !l.startsWith("#")).map((l) => {
