@@ -1,133 +1,213 @@
 #!/usr/bin/env bash
-# The main job, end to end on this machine: set up, build, start a local origin, edgewised and the
-# worker under `wrangler dev`, send requests through the worker, print what happened, and shut
-# everything down (also on Ctrl-C or failure), leaving no process behind.
+# The main job, end to end on this machine: set up, build, start memcached (if installed),
+# edgewised with a sample host table and feature snapshot, four labelled local origins (plus a
+# dead one in the host table) and the worker under `wrangler dev`; replay a realistic traffic mix
+# through the worker (scripts/demo/traffic.mjs), print a summary, and shut everything down (also
+# on Ctrl-C or failure), leaving no process behind. Exits non-zero if any invariant failed.
+#
+# Environment: EDGEWISE_DEMO_SKIP_SETUP=1 skips scripts/setup.sh (the test suite ran it);
+# EDGEWISE_DEMO_MEMCACHED=0 uses the daemon's embedded token store even if memcached is installed;
+# EDGEWISE_DEMO_DIR is where the run's config, data, logs and pids go (default .edgewise/demo,
+# emptied first).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-bash scripts/setup.sh
+demo_dir=scripts/demo
+run_dir="${EDGEWISE_DEMO_DIR:-$STATE_DIR/demo}"
+SECONDS=0
 
-log "cargo build --workspace"
+# --- set up and build ----------------------------------------------------------------------
+
+if [ "${EDGEWISE_DEMO_SKIP_SETUP:-0}" != 1 ]; then
+  bash scripts/setup.sh
+fi
+log "cargo build --workspace (edgewised, the test issuer) and the read_features example"
 cargo build --workspace --locked
+cargo build --locked -p edgewise --features store --example read_features
+build_secs=$SECONDS
 
-run_dir="$STATE_DIR/demo"
 rm -rf "$run_dir"
-mkdir -p "$run_dir"
-pids=()
+mkdir -p "$run_dir"/{features,ingest}
 
-# Each service runs in its own process group so that stopping it also stops its children
-# (wrangler starts workerd).
+# --- processes -----------------------------------------------------------------------------
+
+# Each service runs in its own session and process group (setsid), so that stopping the group
+# also stops its children (wrangler starts workerd and esbuild). The group ids are listed in
+# $run_dir/pgids for whoever wants to check that none survived (tests/js/demo.test.mjs does).
+pgids=()
 start() {
   local name=$1
   shift
   setsid "$@" >"$run_dir/$name.log" 2>&1 &
-  pids+=("$!")
-  echo "$!" >"$run_dir/$name.pid"
+  pgids+=("$!")
+  echo "$!" >>"$run_dir/pgids"
+}
+
+# Processes still alive in our process groups.
+survivors() {
+  ps -e -o pid=,pgid= | awk -v groups=" ${pgids[*]} " 'index(groups, " " $2 " ") { print $1 }'
 }
 
 stop_all() {
-  local pid
-  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do
-    for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL -- "-$pid" 2>/dev/null || true
+  local status=$? pgid left
+  # A second Ctrl-C must not cut the clean-up short.
+  trap '' INT TERM
+  trap - EXIT
+  ((${#pgids[@]} > 0)) || exit "$status"
+  for pgid in "${pgids[@]}"; do kill -TERM -- "-$pgid" 2>/dev/null || true; done
+  # Up to 5 s for a graceful exit (edgewised drains, wrangler stops workerd), then SIGKILL.
+  for _ in $(seq 50); do
+    [ -z "$(survivors)" ] && break
+    sleep 0.1
   done
+  for pgid in "${pgids[@]}"; do kill -KILL -- "-$pgid" 2>/dev/null || true; done
+  sleep 0.2
+  left=$(survivors | wc -w)
+  if ((left > 0)); then
+    printf 'error: %s processes of the demo survived: %s\n' "$left" "$(survivors | tr '\n' ' ')" >&2
+    status=1
+  else
+    log "stopped ${#pgids[@]} process groups (origins, memcached, edgewised, wrangler + workerd); none left"
+  fi
+  echo "logs: $run_dir"
+  exit "$status"
 }
 trap stop_all EXIT
 trap 'exit 130' INT TERM
 
-origin_port=$(free_port)
-daemon_port=$(free_port)
-memcached_port=$(free_port)
-worker_port=$(free_port)
-inspector_port=$(free_port)
+# free_port (lib.sh) asks the kernel for a port and releases it at once; remember the ones this
+# run took ($run_dir/ports) so that no two of its services (or the dead host) get the same one.
+new_port() {
+  local port
+  while port=$(free_port) && grep -qx "$port" "$run_dir/ports" 2>/dev/null; do :; done
+  echo "$port" | tee -a "$run_dir/ports"
+}
 
-log "origin on 127.0.0.1:$origin_port"
-start origin node tests/js/support/origin.mjs --port "$origin_port" --label demo-origin
-# The token cache: a real memcached when installed (setup.sh installs it), else the daemon's
-# embedded store (it says so loudly in its log).
+# --- origins and the host table ------------------------------------------------------------
+
+# One origin per @label@ port placeholder of the template's addresses, replaced by its port;
+# "dead" gets a port nobody listens on.
+origin_args=()
+substitutions=()
+labels=$(grep '^address = ' "$demo_dir/hosts.toml.in" | grep -o '@[a-z0-9-]*@' | tr -d @ | sort -u)
+for label in $labels; do
+  port=$(new_port)
+  substitutions+=(-e "s/@$label@/$port/g")
+  if [ "$label" = dead ]; then
+    log "dead origin: nothing listens on 127.0.0.1:$port"
+    continue
+  fi
+  log "origin $label on 127.0.0.1:$port"
+  start "origin-$label" node tests/js/support/origin.mjs --port "$port" --label "$label"
+  origin_args+=(--origin "$label=$port")
+done
+sed "${substitutions[@]}" "$demo_dir/hosts.toml.in" >"$run_dir/hosts.toml"
+
+# --- memcached and edgewised ---------------------------------------------------------------
+
+daemon_port=$(new_port)
+worker_port=$(new_port)
+inspector_port=$(new_port)
 secret="demo-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-daemon_args=(--listen "127.0.0.1:$daemon_port")
-if command -v memcached >/dev/null 2>&1; then
-  log "memcached on 127.0.0.1:$memcached_port"
+(umask 077 && printf '%s\n' "$secret" >"$run_dir/api-secret")
+
+memcached_servers="[]"
+token_store="EMBEDDED in edgewised"
+if [ "${EDGEWISE_DEMO_MEMCACHED:-1}" = 0 ]; then
+  why="EDGEWISE_DEMO_MEMCACHED=0"
+elif ! command -v memcached >/dev/null 2>&1; then
+  why="memcached is not installed"
+else
+  why=""
+fi
+if [ -z "$why" ]; then
+  memcached_port=$(new_port)
+  log "memcached on 127.0.0.1:$memcached_port (the token cache)"
   as_root=()
   [ "$(id -u)" = 0 ] && as_root=(-u root)
   start memcached memcached -l 127.0.0.1 -p "$memcached_port" -U 0 "${as_root[@]}"
-  daemon_args+=(--memcached "127.0.0.1:$memcached_port")
+  memcached_servers="[\"127.0.0.1:$memcached_port\"]"
+  token_store="memcached 127.0.0.1:$memcached_port"
 else
-  log "memcached is not installed: edgewised uses its EMBEDDED token store"
+  printf '\n\033[1;33m!!! %s: edgewised uses its EMBEDDED token store.\n' "$why"
+  printf '!!! Tokens are spend-once within this one daemon only; production runs memcached\n'
+  printf '!!! ([tokens.memcached] servers in the daemon config).\033[0m\n\n'
+  token_store="EMBEDDED in edgewised ($why)"
 fi
-log "edgewised on 127.0.0.1:$daemon_port"
-start daemon env EDGEWISED_API_SECRET="$secret" target/debug/edgewised "${daemon_args[@]}"
 
-# A test issuer (test-only key in tests/data) whose tokens the worker accepts on /private.
-issuer=(target/debug/edgewise-issuer)
+cat >"$run_dir/edgewised.toml" <<EOF
+# Generated by scripts/demo.sh; every key: daemon/dist/edgewised.example.toml.
+[server]
+listen = "127.0.0.1:$daemon_port"
+shutdown_grace_secs = 2
+
+[api]
+secret_file = "$run_dir/api-secret"
+
+[tokens.memcached]
+servers = $memcached_servers
+
+[hosts]
+file = "$run_dir/hosts.toml"
+watch_interval_ms = 500
+
+[features]
+dir = "$run_dir/features"
+ingest_dir = "$run_dir/ingest"
+ingest_interval_ms = 200
+EOF
+target/debug/edgewised check-config "$run_dir/edgewised.toml" >"$run_dir/check-config.log" 2>&1 ||
+  die "the generated daemon config is invalid: $(cat "$run_dir/check-config.log")"
+log "edgewised on 127.0.0.1:$daemon_port (config $run_dir/edgewised.toml)"
+start daemon target/debug/edgewised --config "$run_dir/edgewised.toml"
+
+# --- the worker ----------------------------------------------------------------------------
+
+# The test issuer (test-only key in tests/data) whose tokens the worker accepts on /private.
+issuer=target/debug/edgewise-issuer
 issuer_key=tests/data/test-issuer-key.pem
-token_key=$("${issuer[@]}" key --key "$issuer_key" | node -pe 'JSON.parse(require("fs").readFileSync(0)).token_key')
+token_key=$("$issuer" key --key "$issuer_key" | node -pe 'JSON.parse(require("fs").readFileSync(0)).token_key')
 
-log "wrangler dev on 127.0.0.1:$worker_port (builds the Wasm worker first)"
+log "wrangler dev on 127.0.0.1:$worker_port (runs the worker build first)"
 # DAEMON_SECRET is a secret in production (wrangler secret put); a var is fine for local dev.
 start worker npx wrangler dev --ip 127.0.0.1 --port "$worker_port" \
   --inspector-port "$inspector_port" --show-interactive-dev-session=false \
-  --var "ORIGIN_URL:http://127.0.0.1:$origin_port" \
+  --var "HOST_TABLE:daemon" --var "HOST_TABLE_REFRESH_MS:1000" \
+  --var "ROUTE_ATTRIBUTES:zone=header:x-edgewise-zone, stage=query:stage" \
   --var "TOKEN_PATHS:/private" --var "ISSUER_NAME:issuer.demo" --var "ISSUER_KEYS:$token_key" \
   --var "DAEMON_URL:http://127.0.0.1:$daemon_port" --var "DAEMON_SECRET:$secret"
 
-wait_http "$origin_port" / 30 || die "origin did not start; see $run_dir/origin.log"
 wait_http "$daemon_port" /healthz 30 || die "edgewised did not start; see $run_dir/daemon.log"
-wait_http "$worker_port" / 600 || die "wrangler dev did not start; see $run_dir/worker.log"
+if [ "$memcached_servers" = "[]" ]; then
+  # The daemon's own warning, so nobody misses it.
+  grep -m1 EMBEDDED "$run_dir/daemon.log" >&2 || true
+fi
 
-printf '\n\033[1mdaemon\033[0m  GET /healthz -> %s\n' "$(curl -sS "http://127.0.0.1:$daemon_port/healthz")"
+# The sample feature snapshot: written under a dot name and renamed in, as the daemon asks.
+cp "$demo_dir/user_risk.csv" "$run_dir/ingest/.user_risk.csv"
+mv "$run_dir/ingest/.user_risk.csv" "$run_dir/ingest/user_risk.csv"
 
-printf '\n\033[1mclient -> worker -> origin\033[0m  POST /hello/edge?from=demo\n'
-printf '(with an injected internal request header, and an origin that leaks x-powered-by)\n'
-curl -sS -D "$run_dir/response.headers" -o "$run_dir/response.body" \
-  -X POST "http://127.0.0.1:$worker_port/hello/edge?from=demo&respond=x-powered-by%3APHP" \
-  -H 'content-type: text/plain' -H 'x-demo: 1' -H 'X-Edgewise-Route: zone=injected' \
-  --data 'hello through the edge'
-header() { awk -F': ' -v h="$1" 'tolower($1) == h { print $2 }' "$run_dir/response.headers" | tr -d '\r'; }
-status=$(awk 'NR == 1 { print $2 }' "$run_dir/response.headers")
-echo "status:                     $status"
-echo "served by:                  $(header x-origin-label)"
-powered=$(header x-powered-by)
-echo "client saw x-powered-by:    ${powered:-(stripped)}"
-node -e '
-  const seen = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
-  console.log("origin saw:                 %s %s?%s", seen.method, seen.path, seen.query);
-  console.log("origin saw body:            %j", seen.body);
-  console.log("origin saw x-demo:          %s", seen.headers["x-demo"]);
-  console.log("origin saw x-edgewise-route: %s", seen.headers["x-edgewise-route"] ?? "(stripped)");
-' "$run_dir/response.body"
+for origin in "${origin_args[@]}"; do
+  [ "$origin" = --origin ] && continue
+  wait_http "${origin#*=}" / 30 || die "origin ${origin%=*} did not start; see $run_dir/origin-${origin%=*}.log"
+done
+# The first worker build on a fresh machine takes minutes (wasm-release profile).
+wait_http "$worker_port" / 900 || die "wrangler dev did not start; see $run_dir/worker.log"
+up_secs=$((SECONDS - build_secs))
 
-printf '\n\033[1mclient -> worker -> origin\033[0m  GET /status/503 (origin errors pass through)\n'
-echo "status:                     $(curl -sS -o /dev/null -w '%{http_code}' "http://127.0.0.1:$worker_port/status/503")"
+# --- traffic and summary -------------------------------------------------------------------
 
-[ "$status" = 200 ] || die "the request through the worker failed; logs are in $run_dir"
+log "replaying the traffic mix through the worker at http://127.0.0.1:$worker_port"
+status=0
+node "$demo_dir/traffic.mjs" --worker "http://127.0.0.1:$worker_port" \
+  --daemon "http://127.0.0.1:$daemon_port" --secret-file "$run_dir/api-secret" --hosts "$run_dir/hosts.toml" \
+  "${origin_args[@]}" --issuer "$issuer" --issuer-key "$issuer_key" \
+  --reader target/debug/examples/read_features --features-dir "$run_dir/features" \
+  --table user_risk --key 42 --worker-log "$run_dir/worker.log" --token-store "$token_store" \
+  --defaults shared/src/headers/defaults.rs | tee "$run_dir/summary.txt" || status=$?
 
-worker="http://127.0.0.1:$worker_port"
-code() { curl -sS -o /dev/null -w '%{http_code}\n' "$@"; }
-printf '\n\033[1mPrivacy Pass\033[0m  GET /private/report needs a token\n'
-challenge=$(curl -sS -D - -o /dev/null "$worker/private/report" |
-  awk -F'challenge="' 'tolower($0) ~ /^www-authenticate:/ { split($2, v, "\""); print v[1] }')
-[ -n "$challenge" ] || die "no WWW-Authenticate challenge from the worker; see $run_dir/worker.log"
-echo "without a token:            401, challenge ${challenge:0:24}..."
-token=$("${issuer[@]}" token --key "$issuer_key" --challenge "$challenge")
-auth="Authorization: PrivateToken token=\"$token\""
-first=$(curl -sS -o "$run_dir/private.body" -w '%{http_code}' -H "$auth" "$worker/private/report")
-echo "with a fresh token:         $first (origin saw authorization: $(node -pe \
-  'JSON.parse(require("fs").readFileSync(process.argv[1])).headers.authorization ?? "(none)"' \
-  "$run_dir/private.body"))"
-echo "replaying it:               $(code -H "$auth" "$worker/private/report") (double spend refused)"
-token=$("${issuer[@]}" token --key "$issuer_key" --challenge "$challenge")
-auth="Authorization: PrivateToken token=\"$token\""
-for _ in $(seq 20); do code -H "$auth" "$worker/private/report" >>"$run_dir/race.codes" & done
-wait_codes() { for _ in $(seq 100); do [ "$(wc -l <"$run_dir/race.codes")" -ge 20 ] && return; sleep 0.1; done; }
-wait_codes
-echo "20 concurrent uses of one:  $(sort "$run_dir/race.codes" | uniq -c | awk '{ printf "%s x %s  ", $1, $2 }')"
-echo "a forged token:             $(code -H "Authorization: PrivateToken token=\"${token:0:300}AAAA\"" "$worker/private/report")"
-printf 'daemon /metrics:            '
-curl -sS "http://127.0.0.1:$daemon_port/metrics" |
-  awk '/^edgewise_token_redemptions_total/ { sub(/edgewise_token_redemptions_total/, ""); printf "%s ", $0 } END { print "" }'
-[ "$first" = 200 ] || die "a valid token was refused; logs are in $run_dir"
-printf '\nall good; logs are in %s\n' "$run_dir"
+printf '\nbuild and setup %d s, services up in %d s, traffic and checks %d s\n' \
+  "$build_secs" "$up_secs" "$((SECONDS - build_secs - up_secs))"
+((status == 0)) || die "an invariant failed (see above); logs are in $run_dir"
+log "demo complete: every invariant held"
