@@ -1,6 +1,10 @@
 //! The real `edgewised` binary: start, serve, shut down.
 
-use std::{process::Command, time::Duration};
+use std::{
+    io::{Read, Write},
+    process::Command,
+    time::Duration,
+};
 
 use edgewise_tests::{Daemon, daemon_bin, http};
 
@@ -118,4 +122,52 @@ fn scratch_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("edgewise-tests-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[test]
+fn help_lists_the_flags_and_the_subcommand() {
+    let out = Command::new(daemon_bin()).arg("--help").output().unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    for expected in [
+        "check-config",
+        "--config",
+        "--set <KEY=VALUE>",
+        "--listen",
+        "--memcached",
+        "--hosts-file",
+        "--features-dir",
+        "EDGEWISED_LISTEN",
+    ] {
+        assert!(help.contains(expected), "{expected} missing from:\n{help}");
+    }
+}
+
+#[test]
+fn sigterm_lets_an_in_flight_request_finish() {
+    let mut daemon = Daemon::start(&[]);
+    let mut stream = std::net::TcpStream::connect(daemon.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let body = br#"{"token_type":2,"token_key_id":"00","nonce":"00"}"#;
+    let head = format!(
+        "POST /v1/tokens/redeem HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(&body[..10]).unwrap();
+    // The request is in flight (its body half sent) when the signal arrives.
+    std::thread::sleep(Duration::from_millis(200));
+    daemon.signal("TERM");
+    daemon.wait_for_log("SIGTERM received", EXIT_WAIT);
+    std::thread::sleep(Duration::from_millis(200));
+    stream.write_all(&body[10..]).unwrap();
+    let mut response = Vec::new();
+    let _ = stream.read_to_end(&mut response);
+    let text = String::from_utf8_lossy(&response);
+    // Answered (401: no bearer secret), not dropped.
+    assert!(text.starts_with("HTTP/1.1 401"), "{text:?}");
+    let (status, log) = daemon.wait(EXIT_WAIT);
+    assert!(status.success(), "{status}; log:\n{}", log.join("\n"));
 }
