@@ -69,7 +69,9 @@
 
 mod build;
 mod error;
+mod fingerprint;
 mod intern;
+mod key;
 mod lookup;
 mod metadata;
 mod pickset;
@@ -198,9 +200,8 @@ pub struct SubsetLb {
     selector_table: HashTable<u8>,
     subsets: Vec<Option<Subset>>,
     free_subsets: Vec<u32>,
-    /// (subset index, its set) by value ids: the set comes with the probe, so a lookup loads
-    /// it while it checks the subset's ids.
-    subset_table: HashTable<(u32, u32)>,
+    /// Subsets (and their sets) by [`key`] of their value ids.
+    subset_table: HashTable<key::Entry>,
     sets: Vec<PickSet>,
     free_sets: Vec<u32>,
     any: PickSet,
@@ -346,8 +347,27 @@ impl SubsetLb {
             + subsets
             + self.sets.capacity() * size_of::<PickSet>()
             + self.subsets.capacity() * size_of::<Option<Subset>>()
-            + self.subset_table.capacity() * (size_of::<(u32, u32)>() + 1)
+            + self.subset_table.capacity() * (size_of::<key::Entry>() + 1)
             + self.default.as_ref().map_or(0, |(_, set)| set.heap_bytes())
+    }
+
+    /// The table entry of the subset with value ids `kvs`.
+    fn subset_entry(
+        &self,
+        kvs: impl Iterator<Item = u32> + Clone,
+        len: usize,
+    ) -> Option<&key::Entry> {
+        let key = key::pack(kvs.clone(), len)?;
+        let exact = key::is_exact(len, self.interner.kv_count());
+        let subsets = &self.subsets;
+        let same = |e: &key::Entry| {
+            e.key == key
+                && (exact
+                    || subsets[e.subset as usize]
+                        .as_ref()
+                        .is_some_and(|s| s.kvs.iter().copied().eq(kvs.clone())))
+        };
+        self.subset_table.find(key::hash(key), same)
     }
 
     fn id(&self, slot: u32) -> HostId {
@@ -383,11 +403,6 @@ impl SubsetLb {
 /// Hash of a selector's key ids, or of a request's keys.
 fn keys_hash(keys: impl Iterator<Item = u32>) -> u64 {
     ids_hash(keys)
-}
-
-/// Hash of a subset's identity, its value ids: they imply its keys, and so its selector.
-fn subset_hash(kvs: impl Iterator<Item = u32>) -> u64 {
-    ids_hash(kvs)
 }
 
 /// A multiply-fold hash of dense ids: the ids are our own (no attacker picks them), so a

@@ -10,7 +10,7 @@ use hashbrown::HashTable;
 use super::intern::Interner;
 use super::pickset::{Child, PickSet};
 use super::slot::{Record, Slot};
-use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, keys_hash, subset_hash};
+use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, key, keys_hash};
 use crate::hosttable::{MAX_HOSTS, validate_config, validate_host};
 use crate::{Host, HostTable, SubsetConfig};
 
@@ -230,13 +230,16 @@ impl SubsetLb {
                 (self.subsets.len() - 1) as u32
             }
         };
-        let hash = subset_hash(kvs.iter().copied());
-        let subsets = &self.subsets;
+        let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
+            unreachable!("subsets hold interned values only")
+        };
+        let entry = key::Entry {
+            key,
+            set,
+            subset: i,
+        };
         self.subset_table
-            .insert_unique(hash, (i, set), |&(i, _)| match &subsets[i as usize] {
-                Some(s) => subset_hash(s.kvs.iter().copied()),
-                None => 0,
-            });
+            .insert_unique(key::hash(key), entry, |e| key::hash(e.key));
         self.stats.subsets_created += 1;
         self.stats.subsets_active += 1;
         i

@@ -156,6 +156,11 @@ impl PickSet {
         if self.single {
             return self.pick_single(slots, child, exclude);
         }
+        if exclude.is_none()
+            && let Some(slot) = self.pick_clean(slots.len(), child.policy, rng)
+        {
+            return Some(Pick { slot, panic: false });
+        }
         let panic =
             u64::from(self.healthy) * 100 < u64::from(child.panic_threshold) * u64::from(self.live);
         if !panic && self.healthy == 0 {
@@ -180,6 +185,35 @@ impl PickSet {
             _ => view.random(rng),
         }?;
         Some(Pick { slot, panic })
+    }
+
+    /// Picks without reading the slots when every member is live and healthy (no tombstone,
+    /// no panic, any member eligible), as the general pick would; `None` to take that one.
+    fn pick_clean(&mut self, slot_count: usize, policy: LbPolicy, rng: &mut Rng) -> Option<u32> {
+        let n = match self.all {
+            true => slot_count,
+            false => self.members.len(),
+        };
+        if self.live as usize != n || self.healthy != self.live {
+            return None;
+        }
+        let i = match policy {
+            LbPolicy::RoundRobin => {
+                let i = if (self.cursor as usize) < n {
+                    self.cursor
+                } else {
+                    0
+                };
+                self.cursor = i + 1;
+                i
+            }
+            LbPolicy::Random => rng.below(n as u32),
+            _ => return None,
+        };
+        Some(match self.all {
+            true => i,
+            false => self.members[i as usize],
+        })
     }
 
     fn pick_single(&self, slots: &[Slot], child: Child, exclude: Option<u32>) -> Option<Pick> {

@@ -4,7 +4,7 @@ use alloc::{vec, vec::Vec};
 use core::hash::BuildHasher;
 
 use super::pickset::PickSet;
-use super::{HostId, SubsetError, SubsetLb, subset_hash};
+use super::{HostId, SubsetError, SubsetLb, key};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
@@ -133,14 +133,9 @@ impl SubsetLb {
     }
 
     fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
-        let hash = subset_hash(kvs.iter().copied());
-        let subsets = &self.subsets;
-        let same = |&(i, _): &(u32, u32)| {
-            subsets[i as usize]
-                .as_ref()
-                .is_some_and(|s| s.selector == selector && *s.kvs == *kvs)
-        };
-        self.subset_table.find(hash, same).map(|&(i, _)| i)
+        let entry = self.subset_entry(kvs.iter().copied(), kvs.len())?;
+        let subset = self.subsets[entry.subset as usize].as_ref()?;
+        (subset.selector == selector).then_some(entry.subset)
     }
 
     /// The existing subsets of slot `s`.
@@ -210,9 +205,9 @@ impl SubsetLb {
                 continue;
             };
             subset.set = copy;
-            let hash = subset_hash(subset.kvs.iter().copied());
-            if let Some(entry) = self.subset_table.find_mut(hash, |&(x, _)| x == i) {
-                entry.1 = copy;
+            let hash = entry_hash(&subset.kvs);
+            if let Some(entry) = self.subset_table.find_mut(hash, |e| e.subset == i) {
+                entry.set = copy;
             }
         }
     }
@@ -225,8 +220,8 @@ impl SubsetLb {
         if self.sets[set as usize].live > 0 {
             return;
         }
-        let hash = subset_hash(subset.kvs.iter().copied());
-        if let Ok(entry) = self.subset_table.find_entry(hash, |&(x, _)| x == i) {
+        let hash = entry_hash(&subset.kvs);
+        if let Ok(entry) = self.subset_table.find_entry(hash, |e| e.subset == i) {
             entry.remove();
         }
         self.subsets[i as usize] = None;
@@ -282,4 +277,9 @@ impl SubsetLb {
             .as_ref()
             .is_some_and(|(default, _)| default.iter().all(|d| kvs.contains(d)))
     }
+}
+
+/// The table hash of a subset's entry.
+fn entry_hash(kvs: &[u32]) -> u64 {
+    key::pack(kvs.iter().copied(), kvs.len()).map_or(0, key::hash)
 }
