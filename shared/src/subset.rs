@@ -75,6 +75,7 @@ mod key;
 mod lookup;
 mod metadata;
 mod pickset;
+mod records;
 mod slot;
 mod update;
 
@@ -93,7 +94,8 @@ pub use metadata::{METADATA_CAPACITY, Metadata};
 use crate::{FallbackPolicy, HostTable, SelectorFallback};
 use intern::Interner;
 use pickset::{Child, PickSet, Rng};
-use slot::{Record, Slot};
+use records::Records;
+use slot::Slot;
 
 /// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
 /// updates never names a newer host that reused the slot.
@@ -210,7 +212,7 @@ pub struct SubsetLb {
     metadata_fallbacks: Vec<Metadata>,
     slots: Vec<Slot>,
     /// Address and labels per slot.
-    records: Vec<Record>,
+    records: Records,
     free_slots: Vec<u32>,
     /// Slot by address.
     addresses: HashTable<u32>,
@@ -292,7 +294,7 @@ impl SubsetLb {
     /// The address of host `id`, or `None` if it was removed.
     pub fn address(&self, id: HostId) -> Option<&str> {
         self.slot(id)?;
-        Some(&*self.records[id.slot as usize].address)
+        Some(self.records.address(id.slot))
     }
 
     /// The weight of host `id`, or `None` if it was removed.
@@ -332,8 +334,9 @@ impl SubsetLb {
     }
 
     /// Heap bytes held by the index (interned strings, hash tables, subsets and their member
-    /// arrays), without the host records (addresses, labels, per-host counters); an estimate
-    /// from capacities, for the benchmarks' memory figures.
+    /// arrays), without the host records (addresses, labels, per-host counters: see
+    /// [`SubsetLb::host_heap_bytes`]); an estimate from capacities, for the benchmarks' memory
+    /// figures.
     pub fn index_heap_bytes(&self) -> usize {
         let sets: usize = self.sets.iter().map(PickSet::heap_bytes).sum();
         let subsets: usize = self
@@ -370,6 +373,15 @@ impl SubsetLb {
         self.subset_table.find(key::hash(key), same)
     }
 
+    /// Heap bytes held per host: records (addresses, labels), slots and the address table; an
+    /// estimate from capacities, for the benchmarks' memory figures.
+    pub fn host_heap_bytes(&self) -> usize {
+        self.records.heap_bytes()
+            + self.slots.capacity() * size_of::<Slot>()
+            + self.addresses.capacity() * (size_of::<u32>() + 1)
+            + self.free_slots.capacity() * size_of::<u32>()
+    }
+
     fn id(&self, slot: u32) -> HostId {
         HostId {
             slot,
@@ -395,7 +407,7 @@ impl SubsetLb {
     fn find_hashed(&self, hash: u64, address: &str) -> Option<u32> {
         let records = &self.records;
         self.addresses
-            .find(hash, |&s| &*records[s as usize].address == address)
+            .find(hash, |&s| records.address(s) == address)
             .copied()
     }
 }

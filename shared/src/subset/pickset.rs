@@ -69,17 +69,32 @@ pub(super) struct PickSet {
 
 impl PickSet {
     /// A set of live `members`.
-    pub fn new(members: Vec<u32>, single: bool, slots: &mut [Slot]) -> PickSet {
+    pub fn new(members: Vec<u32>, single: bool, slots: &[Slot]) -> PickSet {
         let mut set = PickSet {
             single,
             first: members.iter().min().copied().unwrap_or(0),
             ..PickSet::default()
         };
         for &m in &members {
-            set.count_in(&mut slots[m as usize]);
+            set.count_in(&slots[m as usize]);
         }
         set.members = members;
         set
+    }
+
+    /// A set of live `members` (ascending) of a table whose hosts are all healthy and weigh
+    /// `weight`: counted without reading a slot.
+    pub fn uniform(members: Vec<u32>, single: bool, weight: u32) -> PickSet {
+        let n = members.len() as u32;
+        PickSet {
+            single,
+            first: members.first().copied().unwrap_or(0),
+            live: n,
+            healthy: n,
+            max_weight: weight,
+            members,
+            ..PickSet::default()
+        }
     }
 
     /// The set of every slot of the table, empty for now.
@@ -90,24 +105,21 @@ impl PickSet {
         }
     }
 
-    fn count_in(&mut self, slot: &mut Slot) {
+    fn count_in(&mut self, slot: &Slot) {
         self.live += 1;
         self.healthy += u32::from(slot.healthy);
         self.max_weight = self.max_weight.max(slot.weight);
-        if !self.all {
-            slot.held += 1;
-        }
     }
 
     /// Adds a live slot (not yet a member).
-    pub fn add(&mut self, s: u32, slots: &mut [Slot]) {
+    pub fn add(&mut self, s: u32, slots: &[Slot]) {
         if !self.all {
             self.members.push(s);
         }
         if self.live == 0 || s < self.first {
             self.first = s;
         }
-        self.count_in(&mut slots[s as usize]);
+        self.count_in(&slots[s as usize]);
     }
 
     /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.

@@ -1,7 +1,5 @@
 //! Host slots: what the load balancer keeps of each host, split by use.
 
-use alloc::boxed::Box;
-
 /// The per-host state a pick reads, kept apart from the strings so that picks in large tables
 /// walk a dense array (20 bytes a host, not 56).
 ///
@@ -12,18 +10,11 @@ use alloc::boxed::Box;
 pub(super) struct Slot {
     pub weight: u32,
     pub generation: u32,
-    /// Pick sets whose member list holds this slot (live or not).
+    /// Once the host is removed, pick sets whose member list still holds this slot (0 while
+    /// it is alive: then it is in exactly the sets of its subsets).
     pub held: u32,
     /// Requests in flight, for least-request.
     pub active: u32,
     pub alive: bool,
     pub healthy: bool,
-}
-
-/// What only updates and address lookups read.
-#[derive(Debug)]
-pub(super) struct Record {
-    pub address: Box<str>,
-    /// The host's key=value ids, sorted by key then id (several per key with `list_as_any`).
-    pub kvs: Box<[u32]>,
 }

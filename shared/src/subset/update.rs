@@ -24,7 +24,7 @@ impl SubsetLb {
         if self.in_default(s)
             && let Some((_, set)) = &mut self.default
         {
-            set.add(s, &mut self.slots);
+            set.add(s, &self.slots);
         }
         Ok(self.id(s))
     }
@@ -34,6 +34,10 @@ impl SubsetLb {
         let s = self.known(address)?;
         let subsets = self.subsets_of(s);
         let sets = self.sets_of(&subsets);
+        let in_default = self.in_default(s);
+        // A live host is in the sets of its subsets and nowhere else: counted now, not kept
+        // up to date by every build and update.
+        self.slots[s as usize].held = sets.len() as u32 + u32::from(in_default);
         for &set in &sets {
             self.sets[set as usize].remove(s, &self.slots);
         }
@@ -41,9 +45,7 @@ impl SubsetLb {
             self.drop_subset_if_empty(i);
         }
         self.any.remove(s, &self.slots);
-        if self.in_default(s)
-            && let Some((_, set)) = &mut self.default
-        {
+        if in_default && let Some((_, set)) = &mut self.default {
             set.remove(s, &self.slots);
         }
         let hash = self.hasher.hash_one(address);
@@ -51,6 +53,7 @@ impl SubsetLb {
             entry.remove();
         }
         self.slots[s as usize].alive = false;
+        self.records.remove(s);
         // Before the compactions, which free the slot themselves if they release it last.
         self.free_slot_if_unheld(s);
         for set in sets {
@@ -112,7 +115,7 @@ impl SubsetLb {
     /// Each (selector, value ids) the host of slot `s` belongs to: one per selector whose keys
     /// it all has, or several with `list_as_any` (every combination of its list elements).
     fn memberships(&self, s: u32) -> Vec<(u8, Vec<u32>)> {
-        let kvs = &self.records[s as usize].kvs;
+        let kvs = self.records.kvs(s);
         let mut out = Vec::new();
         for (i, selector) in self.selectors.iter().enumerate() {
             let mut combos: Vec<Vec<u32>> = vec![Vec::new()];
@@ -165,7 +168,7 @@ impl SubsetLb {
         for (selector, kvs) in self.memberships(s) {
             let Some(i) = self.find(selector, &kvs) else {
                 let single = self.selectors[usize::from(selector)].single;
-                let mut set = PickSet::new(vec![s], single, &mut self.slots);
+                let mut set = PickSet::new(vec![s], single, &self.slots);
                 set.refs = 1;
                 let set = self.push_set(set);
                 self.push_subset(selector, &kvs, set);
@@ -190,14 +193,14 @@ impl SubsetLb {
             self.stats.single_host_collisions += 1;
         }
         if shared.refs as usize == subsets.len() {
-            self.sets[set as usize].add(s, &mut self.slots);
+            self.sets[set as usize].add(s, &self.slots);
             return;
         }
         let mut members = shared.live_members(&self.slots);
         members.push(s);
         let single = shared.single;
         self.sets[set as usize].refs -= subsets.len() as u32;
-        let mut copy = PickSet::new(members, single, &mut self.slots);
+        let mut copy = PickSet::new(members, single, &self.slots);
         copy.refs = subsets.len() as u32;
         let copy = self.push_set(copy);
         for &i in subsets {
@@ -272,7 +275,7 @@ impl SubsetLb {
 
     /// Whether slot `s` belongs to the configured default subset.
     fn in_default(&self, s: u32) -> bool {
-        let kvs = &self.records[s as usize].kvs;
+        let kvs = self.records.kvs(s);
         self.default
             .as_ref()
             .is_some_and(|(default, _)| default.iter().all(|d| kvs.contains(d)))
