@@ -299,7 +299,7 @@ impl SubsetLb {
 
     /// The weight of host `id`, or `None` if it was removed.
     pub fn weight(&self, id: HostId) -> Option<u32> {
-        self.slot(id).map(|s| s.weight)
+        self.slot(id).map(Slot::weight)
     }
 
     /// Whether host `id` is healthy, or `None` if it was removed.

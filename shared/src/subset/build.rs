@@ -174,18 +174,11 @@ impl SubsetLb {
 
     /// [`SubsetLb::push_slot`] with the address's hash already made.
     fn push_slot_hashed(&mut self, host: &Host, hash: u64) -> u32 {
-        let slot = Slot {
-            weight: host.weight,
-            generation: 0,
-            held: 0,
-            active: 0,
-            alive: true,
-            healthy: host.healthy,
-        };
+        let mut slot = Slot::new(host.weight, host.healthy);
         let s = match self.free_slots.pop() {
             Some(s) => {
-                let generation = self.slots[s as usize].generation.wrapping_add(1);
-                self.slots[s as usize] = Slot { generation, ..slot };
+                slot.generation = self.slots[s as usize].generation.wrapping_add(1);
+                self.slots[s as usize] = slot;
                 s
             }
             None => {

@@ -108,7 +108,7 @@ impl PickSet {
     fn count_in(&mut self, slot: &Slot) {
         self.live += 1;
         self.healthy += u32::from(slot.healthy);
-        self.max_weight = self.max_weight.max(slot.weight);
+        self.max_weight = self.max_weight.max(slot.weight());
     }
 
     /// Adds a live slot (not yet a member).
@@ -301,7 +301,7 @@ impl View<'_> {
     fn weighted(&self, rng: &mut Rng, max_weight: u32) -> Option<u32> {
         for _ in 0..TRIES {
             let s = self.at(rng.below(self.n));
-            if self.ok(s) && rng.below(max_weight.max(1)) < self.slots[s as usize].weight {
+            if self.ok(s) && rng.below(max_weight.max(1)) < self.slots[s as usize].weight() {
                 return Some(s);
             }
         }

@@ -35,27 +35,29 @@ impl SubsetLb {
         let subsets = self.subsets_of(s);
         let sets = self.sets_of(&subsets);
         let in_default = self.in_default(s);
-        // A live host is in the sets of its subsets and nowhere else: counted now, not kept
-        // up to date by every build and update.
-        self.slots[s as usize].held = sets.len() as u32 + u32::from(in_default);
+        let held = sets.len() as u32 + u32::from(in_default);
+        let slot = &mut self.slots[s as usize];
+        slot.alive = false;
+        // A live host is in the sets of its subsets (and the default one) and nowhere else:
+        // counted now rather than kept up to date by every build and update. Each set lets
+        // go of it (dropped, or compacted) in its own time; the last one frees the slot.
+        *slot.held_mut() = held;
+        self.records.remove(s);
+        let hash = self.hasher.hash_one(address);
+        if let Ok(entry) = self.addresses.find_entry(hash, |&x| x == s) {
+            entry.remove();
+        }
         for &set in &sets {
             self.sets[set as usize].remove(s, &self.slots);
-        }
-        for &i in &subsets {
-            self.drop_subset_if_empty(i);
         }
         self.any.remove(s, &self.slots);
         if in_default && let Some((_, set)) = &mut self.default {
             set.remove(s, &self.slots);
         }
-        let hash = self.hasher.hash_one(address);
-        if let Ok(entry) = self.addresses.find_entry(hash, |&x| x == s) {
-            entry.remove();
-        }
-        self.slots[s as usize].alive = false;
-        self.records.remove(s);
-        // Before the compactions, which free the slot themselves if they release it last.
         self.free_slot_if_unheld(s);
+        for &i in &subsets {
+            self.drop_subset_if_empty(i);
+        }
         for set in sets {
             self.compact_set(set);
         }
@@ -103,7 +105,7 @@ impl SubsetLb {
         if let Some((_, set)) = &mut self.default {
             set.max_weight = set.max_weight.max(weight);
         }
-        self.slots[index].weight = weight;
+        self.slots[index].set_weight(weight);
         Ok(())
     }
 
@@ -261,14 +263,14 @@ impl SubsetLb {
     /// `slots` are no longer held by one set each.
     fn release_slots(&mut self, slots: Vec<u32>) {
         for s in slots {
-            self.slots[s as usize].held -= 1;
+            *self.slots[s as usize].held_mut() -= 1;
             self.free_slot_if_unheld(s);
         }
     }
 
     fn free_slot_if_unheld(&mut self, s: u32) {
         let slot = &self.slots[s as usize];
-        if !slot.alive && slot.held == 0 {
+        if !slot.alive && slot.active == 0 {
             self.free_slots.push(s);
         }
     }
