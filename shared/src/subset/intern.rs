@@ -80,7 +80,7 @@ impl Interner {
     fn key_fp(&self, fp: &Fingerprint, key: &str) -> Option<u32> {
         let same = |id: u32| {
             let (stored, span) = &self.keys[id as usize];
-            stored.matches(self.str(*span), fp, key)
+            *stored == *fp && (fp.is_whole() || self.str(*span) == key)
         };
         if self.keys.len() <= FEW_KEYS {
             return (0..self.keys.len() as u32).find(|&id| same(id));
@@ -115,7 +115,8 @@ impl Interner {
     pub(super) fn intern_key_at(&mut self, position: usize, key: &str) -> u32 {
         if let Some(&id) = self.recent.get(position) {
             let (stored, span) = &self.keys[id as usize];
-            if stored.matches(self.str(*span), &Fingerprint::of(key), key) {
+            let fp = Fingerprint::of(key);
+            if *stored == fp && (fp.is_whole() || self.str(*span) == key) {
                 return id;
             }
         }
