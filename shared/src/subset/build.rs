@@ -52,7 +52,7 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
         uniform: uniform(&table.hosts),
     };
     for &root in &trie.roots {
-        walk.node(root, None);
+        walk.node(root, None, Made::default());
     }
     lb.build_default(&index);
     Ok(lb)
@@ -378,10 +378,10 @@ enum Cand<'a> {
 }
 
 impl Cand<'_> {
-    fn is_empty(&self) -> bool {
+    fn len(&self) -> usize {
         match self {
-            Cand::Bits(b) => b.iter().all(|&w| w == 0),
-            Cand::List(l) => l.is_empty(),
+            Cand::Bits(b) => b.iter().map(|w| w.count_ones() as usize).sum(),
+            Cand::List(l) => l.len(),
         }
     }
 
@@ -474,35 +474,63 @@ struct Walk<'w> {
     uniform: Option<u32>,
 }
 
+/// A node's candidates: how many, and the sets made of exactly them so far (not single host,
+/// single host).
+#[derive(Debug, Clone, Copy, Default)]
+struct Made {
+    len: usize,
+    sets: [Option<u32>; 2],
+}
+
 impl<'w> Walk<'w> {
-    fn node(&mut self, n: usize, cand: Option<&Cand<'w>>) {
+    fn node(&mut self, n: usize, cand: Option<&Cand<'w>>, made: Made) {
         let node = &self.trie.nodes[n];
         for &kv in self.index.values(node.key) {
             let next = self.index.intersect(cand, kv);
-            if next.is_empty() {
+            let len = next.len();
+            if len == 0 {
                 continue;
             }
+            // As many as the parent's candidates, so the same ones (a key with one value on
+            // every host, as MOSN's scheme has three): the sets made of those serve again,
+            // without extracting or comparing members.
+            let mut here = match cand.is_some() && len == made.len {
+                true => made,
+                false => Made {
+                    len,
+                    sets: [None; 2],
+                },
+            };
             self.path.push(kv);
             if let Some(selector) = node.ends {
-                self.emit(selector, &next);
+                self.emit(selector, &next, &mut here);
             }
             for &child in &node.children {
-                self.node(child, Some(&next));
+                self.node(child, Some(&next), here);
             }
             self.path.pop();
         }
     }
 
-    fn emit(&mut self, selector: u8, cand: &Cand<'_>) {
+    fn emit(&mut self, selector: u8, cand: &Cand<'_>, made: &mut Made) {
         let single = self.lb.selectors[usize::from(selector)].single;
-        let members = cand.to_vec();
         if single {
-            self.lb.stats.single_host_collisions += members.len() as u64 - 1;
+            self.lb.stats.single_host_collisions += made.len as u64 - 1;
         }
-        let set = match members[..] {
-            [one] => self.shared_singleton(one, single),
-            _ => self.shared_set(members, single),
+        let set = match made.sets[usize::from(single)] {
+            Some(s) => {
+                self.lb.sets[s as usize].refs += 1;
+                s
+            }
+            None => {
+                let members = cand.to_vec();
+                match members[..] {
+                    [one] => self.shared_singleton(one, single),
+                    _ => self.shared_set(members, single),
+                }
+            }
         };
+        made.sets[usize::from(single)] = Some(set);
         let path = core::mem::take(&mut self.path);
         self.lb.push_subset(selector, &path, set);
         self.path = path;
