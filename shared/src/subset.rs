@@ -175,9 +175,37 @@ struct Selector {
 struct Subset {
     selector: u8,
     /// Value ids, in the order of the selector's keys.
-    kvs: Box<[u32]>,
+    kvs: Ids,
     /// Index into `SubsetLb::sets`.
     set: u32,
+}
+
+/// A subset's value ids, inline: a selector has at most [`METADATA_CAPACITY`] keys, and a
+/// table with a key unique per host has a subset per host (an allocation each would cost more
+/// than the rest of its build).
+#[derive(Debug, Clone, Copy)]
+struct Ids {
+    len: u8,
+    ids: [u32; METADATA_CAPACITY],
+}
+
+impl Ids {
+    fn new(kvs: &[u32]) -> Ids {
+        let mut ids = [0; METADATA_CAPACITY];
+        ids[..kvs.len()].copy_from_slice(kvs);
+        Ids {
+            len: kvs.len() as u8,
+            ids,
+        }
+    }
+}
+
+impl core::ops::Deref for Ids {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        &self.ids[..usize::from(self.len)]
+    }
 }
 
 /// Options copied out of the configuration.
@@ -339,15 +367,8 @@ impl SubsetLb {
     /// figures.
     pub fn index_heap_bytes(&self) -> usize {
         let sets: usize = self.sets.iter().map(PickSet::heap_bytes).sum();
-        let subsets: usize = self
-            .subsets
-            .iter()
-            .flatten()
-            .map(|s| s.kvs.len() * size_of::<u32>())
-            .sum();
         self.interner.heap_bytes()
             + sets
-            + subsets
             + self.sets.capacity() * size_of::<PickSet>()
             + self.subsets.capacity() * size_of::<Option<Subset>>()
             + self.subset_table.capacity() * (size_of::<key::Entry>() + 1)

@@ -11,7 +11,7 @@ use super::intern::Interner;
 use super::pickset::{Child, PickSet};
 use super::records::Records;
 use super::slot::Slot;
-use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, key, keys_hash};
+use super::{Ids, Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, key, keys_hash};
 use crate::hosttable::{MAX_HOSTS, validate_config, validate_host};
 use crate::{Host, HostTable, SubsetConfig};
 
@@ -213,7 +213,7 @@ impl SubsetLb {
     pub(super) fn push_subset(&mut self, selector: u8, kvs: &[u32], set: u32) -> u32 {
         let subset = Subset {
             selector,
-            kvs: kvs.into(),
+            kvs: Ids::new(kvs),
             set,
         };
         let i = match self.free_subsets.pop() {
@@ -524,8 +524,8 @@ impl<'w> Walk<'w> {
             }
             None => {
                 let members = cand.to_vec();
-                match members[..] {
-                    [one] => self.shared_singleton(one, single),
+                match members.len() {
+                    1 => self.shared_singleton(members, single),
                     _ => self.shared_set(members, single),
                 }
             }
@@ -560,7 +560,8 @@ impl<'w> Walk<'w> {
 
     /// [`Walk::shared_set`] for one member, by an array (keys unique per host make a subset
     /// per host, where a hash table of sets would cost more than the rest of the build).
-    fn shared_singleton(&mut self, member: u32, single: bool) -> u32 {
+    fn shared_singleton(&mut self, members: Vec<u32>, single: bool) -> u32 {
+        let member = members[0];
         if self.singletons.is_empty() {
             self.singletons = vec![u32::MAX; self.lb.slots.len()];
         }
@@ -571,7 +572,7 @@ impl<'w> Walk<'w> {
             set.refs += 1;
             return known;
         }
-        let s = self.new_set(vec![member], single);
+        let s = self.new_set(members, single);
         self.singletons[member as usize] = s;
         s
     }
