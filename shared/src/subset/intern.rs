@@ -44,8 +44,9 @@ pub(super) struct Interner {
     small: Vec<Option<Vec<(Fingerprint, u32)>>>,
     /// Per key=value id: its key and its value.
     kvs: Vec<Span>,
-    /// Key=value ids of the keys with many values, by key id and value.
-    kv_table: HashTable<u32>,
+    /// Key=value ids of the keys with many values, by key id and value, each with the high
+    /// half of its hash: growing the table rehashes from that, without reading the strings.
+    kv_table: HashTable<(u32, u32)>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
 }
@@ -144,13 +145,13 @@ impl Interner {
                 })
                 .map(|&(_, id)| id);
         }
-        let hash = self.hash(key, fp, value);
+        let h = half(self.hash(key, fp, value));
         self.kv_table
-            .find(hash, |&id| {
+            .find(spread(h), |&(id, stored)| {
                 let span = self.kvs[id as usize];
-                span.key == key && self.str(span) == value
+                stored == h && span.key == key && self.str(span) == value
             })
-            .copied()
+            .map(|&(id, _)| id)
     }
 
     /// The key id and key=value id of a request's pair given as strings: `None` if the key is
@@ -187,15 +188,11 @@ impl Interner {
     }
 
     fn insert_kv(&mut self, id: u32) {
-        let mut table = core::mem::take(&mut self.kv_table);
-        let this = &*self;
-        let hash = |&id: &u32| {
-            let span = this.kvs[id as usize];
-            let value = this.str(span);
-            this.hash(span.key, &Fingerprint::of(value), value)
-        };
-        table.insert_unique(hash(&id), id, hash);
-        self.kv_table = table;
+        let span = self.kvs[id as usize];
+        let value = self.str(span);
+        let h = half(self.hash(span.key, &Fingerprint::of(value), value));
+        self.kv_table
+            .insert_unique(spread(h), (id, h), |&(_, h)| spread(h));
     }
 
     /// The key of a key=value id.
@@ -221,7 +218,18 @@ impl Interner {
             + self.keys.capacity() * size_of::<(Fingerprint, Span)>()
             + self.small.capacity() * size_of::<Option<Vec<(Fingerprint, u32)>>>()
             + self.kvs.capacity() * size_of::<Span>()
-            + (self.key_table.capacity() + self.kv_table.capacity()) * 5
+            + self.key_table.capacity() * 5
+            + self.kv_table.capacity() * 9
             + self.recent.capacity() * 4
     }
+}
+
+fn half(hash: u64) -> u32 {
+    (hash >> 32) as u32
+}
+
+/// A table hash from a stored half: the multiply carries its bits up to the tag bits hashbrown
+/// reads from the top.
+fn spread(half: u32) -> u64 {
+    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
