@@ -15,6 +15,7 @@ pub(super) struct Fingerprint {
 }
 
 impl Fingerprint {
+    #[inline]
     pub fn of(s: &str) -> Fingerprint {
         let b = s.as_bytes();
         let n = b.len();
@@ -35,6 +36,7 @@ impl Fingerprint {
     }
 
     /// Whether the fingerprint alone tells the string apart from every other.
+    #[inline]
     pub fn is_whole(&self) -> bool {
         self.len as usize <= WHOLE
     }

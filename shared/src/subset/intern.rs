@@ -79,15 +79,23 @@ impl Interner {
     }
 
     fn key_fp(&self, fp: &Fingerprint, key: &str) -> Option<u32> {
-        let same = |id: u32| {
-            let (stored, span) = &self.keys[id as usize];
+        let same = |(stored, span): &(Fingerprint, Span)| {
             *stored == *fp && (fp.is_whole() || self.str(*span) == key)
         };
         if self.keys.len() <= FEW_KEYS {
-            return (0..self.keys.len() as u32).find(|&id| same(id));
+            // A plain loop: this runs per request pair, and is short enough to inline.
+            for (id, entry) in self.keys.iter().enumerate() {
+                if same(entry) {
+                    return Some(id as u32);
+                }
+            }
+            return None;
         }
         let hash = self.hash(u32::MAX, fp, key);
-        self.key_table.find(hash, |&id| same(id)).copied()
+        let found = self
+            .key_table
+            .find(hash, |&id| same(&self.keys[id as usize]));
+        found.copied()
     }
 
     /// The id of `key`, interning it if new.
@@ -137,13 +145,12 @@ impl Interner {
 
     fn kv_fp(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
         if let Some(Some(small)) = self.small.get(key as usize) {
-            let whole = fp.is_whole();
-            return small
-                .iter()
-                .find(|(stored, id)| {
-                    *stored == *fp && (whole || self.str(self.kvs[*id as usize]) == value)
-                })
-                .map(|&(_, id)| id);
+            for &(stored, id) in small {
+                if stored == *fp && (fp.is_whole() || self.str(self.kvs[id as usize]) == value) {
+                    return Some(id);
+                }
+            }
+            return None;
         }
         let h = half(self.hash(key, fp, value));
         self.kv_table
