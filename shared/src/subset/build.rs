@@ -28,8 +28,10 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
     }
     let mut lb = SubsetLb::configured(table.version, &table.subset);
     lb.slots.reserve_exact(table.hosts.len());
-    let text = table.hosts.iter().map(|h| h.address.len()).sum();
-    lb.records.reserve(table.hosts.len(), text);
+    let (text, labels) = table.hosts.iter().fold((0, 0), |(t, l), h| {
+        (t + h.address.len(), l + h.labels.len())
+    });
+    lb.records.reserve(table.hosts.len(), text, labels);
     let (state, records) = (&lb.hasher, &lb.records);
     lb.addresses
         .reserve(table.hosts.len(), |&s| state.hash_one(records.address(s)));
@@ -41,6 +43,7 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
         lb.push_slot_hashed(host, hash);
     }
     let index = Index::new(&lb);
+    lb.reserve_subsets(&index);
     let trie = Trie::new(&lb.selectors);
     let mut walk = Walk {
         lb: &mut lb,
@@ -192,6 +195,24 @@ impl SubsetLb {
             .insert_unique(hash, s, |&s| state.hash_one(records.address(s)));
         self.any.add(s, &self.slots);
         s
+    }
+
+    /// Room for the subsets the walk will make, as far as the index tells: per selector, the
+    /// product of its keys' value counts, but no more than the hosts (when values combine
+    /// sparsely the tables grow as they go).
+    fn reserve_subsets(&mut self, index: &Index) {
+        let hosts = self.slots.len();
+        let per_selector = |s: &Selector| {
+            s.keys
+                .iter()
+                .try_fold(1usize, |n, &k| n.checked_mul(index.values(k).len()))
+                .map_or(hosts, |n| n.min(hosts))
+        };
+        let total: usize = self.selectors.iter().map(per_selector).sum();
+        let n = total.min(hosts);
+        self.subsets.reserve_exact(n);
+        self.sets.reserve_exact(n);
+        self.subset_table.reserve(n, |e| key::hash(e.key));
     }
 
     fn build_default(&mut self, index: &Index) {

@@ -28,9 +28,11 @@ pub(super) struct Records {
 }
 
 impl Records {
-    pub fn reserve(&mut self, hosts: usize, text: usize) {
+    /// Room for `hosts` records with `text` bytes of addresses and about `kvs` ids.
+    pub fn reserve(&mut self, hosts: usize, text: usize, kvs: usize) {
         self.spans.reserve_exact(hosts);
         self.text.reserve_exact(text);
+        self.kvs.reserve(kvs);
     }
 
     pub fn address(&self, s: u32) -> &str {
@@ -117,6 +119,7 @@ mod tests {
     #[test]
     fn records_survive_replacement_and_compaction() {
         let mut records = Records::default();
+        records.reserve(10, 100, 20);
         for s in 0..10u32 {
             records
                 .start(s, &alloc::format!("http://h{s}"))
