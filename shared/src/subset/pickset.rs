@@ -61,8 +61,10 @@ pub(super) struct PickSet {
     pub healthy: u32,
     /// Upper bound of the live members' weights.
     pub max_weight: u32,
-    /// single_host_per_subset: only `first`, the live member in the lowest slot, is picked.
+    /// single_host_per_subset: only `first` is picked.
     pub single: bool,
+    /// The live member in the lowest slot; in a set that is not `single` it may name a removed
+    /// host until the next compaction (the set has a tombstone until then).
     pub first: u32,
     cursor: u32,
 }
@@ -143,7 +145,9 @@ impl PickSet {
 
     /// Drops the tombstones; returns their slots, no longer held by this set.
     pub fn compact(&mut self, slots: &[Slot]) -> Vec<u32> {
-        let (live, dead) = self.members.iter().partition(|&&m| slots[m as usize].alive);
+        let (live, dead): (Vec<u32>, _) =
+            self.members.iter().partition(|&&m| slots[m as usize].alive);
+        self.first = live.iter().min().copied().unwrap_or(0);
         self.members = live;
         dead
     }
@@ -222,9 +226,11 @@ impl PickSet {
             LbPolicy::Random => rng.below(n as u32),
             _ => return None,
         };
-        Some(match self.all {
-            true => i,
-            false => self.members[i as usize],
+        // A set of one (a key unique per host) has it in `first`: no load of the array.
+        Some(match (self.all, n) {
+            (true, _) => i,
+            (false, 1) => self.first,
+            (false, _) => self.members[i as usize],
         })
     }
 
