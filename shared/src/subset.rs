@@ -259,11 +259,16 @@ impl SubsetLb {
     /// The checks run inside the build's own pass over the hosts, so a table already
     /// validated costs little to check again.
     pub fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        build::build(table).map_err(|()| match table.validate() {
-            Err(e) => e.into(),
-            // The build refuses only what validation refuses.
-            Ok(()) => crate::HostTableError::Malformed.into(),
-        })
+        build::build(table, build::Checks::All).map_err(|()| refusal(table))
+    }
+
+    /// [`SubsetLb::build`] for a table that already passed [`HostTable::validate`] (as
+    /// [`HostTable::decode`] returns them): the checks of each host's address and labels are
+    /// not made again. What the index relies on (the host count, unique addresses, weights,
+    /// the configuration) is still checked, so a table that skipped validation still gets a
+    /// sound index, only with whatever addresses and labels it has.
+    pub fn build_validated(table: &HostTable) -> Result<SubsetLb, SubsetError> {
+        build::build(table, build::Checks::IndexOnly).map_err(|()| refusal(table))
     }
 
     /// The version of the table it was built from.
@@ -437,6 +442,16 @@ impl SubsetLb {
         self.addresses
             .find(hash, |&s| records.address(s) == address)
             .copied()
+    }
+}
+
+/// Why the build refused `table`: errors are rare, so the build's own pass stays lean and
+/// validation names the rule.
+fn refusal(table: &HostTable) -> SubsetError {
+    match table.validate() {
+        Err(e) => e.into(),
+        // The build refuses only what validation refuses.
+        Ok(()) => crate::HostTableError::Malformed.into(),
     }
 }
 

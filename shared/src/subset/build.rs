@@ -13,16 +13,25 @@ use super::records::Records;
 use super::slot::Slot;
 use super::{Ids, Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, key, keys_hash};
 use crate::hosttable::{MAX_HOSTS, validate_config, validate_host};
-use crate::{Host, HostTable, SubsetConfig};
+use crate::{Host, HostTable, MAX_WEIGHT, SubsetConfig};
 
 /// A host list becomes a bitset over all slots when it has at least one slot in `DENSE` (then
 /// the bitset is no larger than the list): bitsets intersect a word (64 slots) at a time, while
 /// short lists (a key unique per host) intersect faster by filtering.
 const DENSE: usize = 32;
 
-/// The index of a table, or `Err` if the table breaks a rule of [`HostTable::validate`] (the
-/// caller asks it which one: errors are rare, and this pass stays lean).
-pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
+/// What the build checks of each host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checks {
+    /// Every rule of [`HostTable::validate`].
+    All,
+    /// What the index relies on: weights (unique addresses are checked either way).
+    IndexOnly,
+}
+
+/// The index of a table, or `Err` if the table breaks a rule of [`HostTable::validate`] that
+/// `checks` covers (the caller asks it which one: errors are rare, and this pass stays lean).
+pub(super) fn build(table: &HostTable, checks: Checks) -> Result<SubsetLb, ()> {
     if table.hosts.len() > MAX_HOSTS || validate_config(&table.subset).is_err() {
         return Err(());
     }
@@ -37,7 +46,11 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
         .reserve(table.hosts.len(), |&s| state.hash_one(records.address(s)));
     for (index, host) in table.hosts.iter().enumerate() {
         let hash = lb.hasher.hash_one(&host.address);
-        if validate_host(index, host).is_err() || lb.find_hashed(hash, &host.address).is_some() {
+        let valid = match checks {
+            Checks::All => validate_host(index, host).is_ok(),
+            Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight),
+        };
+        if !valid || lb.find_hashed(hash, &host.address).is_some() {
             return Err(());
         }
         lb.push_slot_hashed(host, hash);

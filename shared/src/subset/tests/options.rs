@@ -494,3 +494,22 @@ fn subset_keys_beyond_their_lanes_compare_ids() {
     }
     assert!(collisions > 0, "the test should make keys collide");
 }
+
+#[test]
+fn build_validated_skips_only_what_the_index_does_not_need() {
+    let mut config = config(FallbackPolicy::AnyEndpoint);
+    config.selectors = selectors(&[&["zone"]]);
+    let mut t = table(&["zone=a", "zone=b"], config);
+    let lb = SubsetLb::build_validated(&t).unwrap();
+    assert_eq!(lb.stats(), SubsetLb::build(&t).unwrap().stats());
+    // An address validation refuses: not checked again.
+    t.hosts[0].address = "not a url".into();
+    assert!(SubsetLb::build(&t).is_err());
+    assert_eq!(SubsetLb::build_validated(&t).unwrap().len(), 2);
+    // What the index relies on still is.
+    t.hosts[0].weight = 0;
+    assert!(SubsetLb::build_validated(&t).is_err());
+    t.hosts[0].weight = 1;
+    t.hosts[0].address = t.hosts[1].address.clone();
+    assert!(SubsetLb::build_validated(&t).is_err());
+}
