@@ -3,12 +3,15 @@
 //!
 //! # The index
 //!
-//! Label keys and key=value pairs are interned to dense ids. [`SubsetLb::build`] makes one
-//! pass over the hosts to collect, per key=value, the ascending list of host slots that carry
-//! it (one flat array); lists with at least one slot in 32 also become bitsets over all slots.
+//! Label keys and key=value pairs are interned to dense ids (strings found by fingerprint, in
+//! one buffer). [`SubsetLb::build`] makes one pass over the hosts, which validates each, keeps
+//! its address and ids in shared buffers (no allocation per host) and interns its labels;
+//! then it collects, per key=value, the ascending list of host slots that carry it (one flat
+//! array); lists with at least one slot in 32 also become bitsets over all slots.
 //! The selectors' sorted key lists form a trie, walked depth-first: a node intersects the set
 //! of its parent with each value of its key, so selectors sharing a key prefix share those
-//! intersections, and only value combinations present on some host are visited. Bitsets
+//! intersections, and only value combinations present on some host are visited; a node whose
+//! candidates are its parent's (a key constant across them) reuses the parent's sets. Bitsets
 //! intersect 64 slots per word; a pair that is (nearly) unique per host stays a short list and
 //! is intersected by filtering, a hash pass where a bitmap per host would lose.
 //!
@@ -16,12 +19,16 @@
 //! container (a bitmap container needs 4,096 members per 65,536 slots), whose intersections
 //! are branchy merges: with roaring 0.11 the 4 keys x 3 values build at 8,000 hosts took
 //! 16 ms, 31% of it in `ArrayStore & ArrayStore`. Plain bitsets over the table are no larger
-//! for dense pairs and intersect by word.
+//! for dense pairs and intersect by word. Profiles of the current build (4 keys x 3 values)
+//! show it dominated by reading the host table (validation, label strings) and extracting the
+//! member arrays, not by intersections, so roaring was not tried again.
 //!
 //! Each subset keeps its members as a plain array of slots (identical subsets share one), so a
 //! pick is an array index; the bitsets are dropped once built. Subsets are found by one hash
-//! probe on their value ids (which imply the keys); requests carry their pairs as ids in a
-//! fixed-size [`Metadata`], so [`SubsetLb::select`] allocates nothing.
+//! probe on their value ids (which imply the keys) packed into one word ([`key`]), which
+//! carries the subset's set; a set without tombstones or unhealthy members picks without
+//! reading a slot; requests carry their pairs as ids in a fixed-size [`Metadata`], so
+//! [`SubsetLb::select`] allocates nothing.
 //!
 //! # Updates
 //!
@@ -69,10 +76,13 @@
 
 mod build;
 mod error;
+mod fingerprint;
 mod intern;
+mod key;
 mod lookup;
 mod metadata;
 mod pickset;
+mod records;
 mod slot;
 mod update;
 
@@ -91,7 +101,8 @@ pub use metadata::{METADATA_CAPACITY, Metadata};
 use crate::{FallbackPolicy, HostTable, SelectorFallback};
 use intern::Interner;
 use pickset::{Child, PickSet, Rng};
-use slot::{Record, Slot};
+use records::Records;
+use slot::Slot;
 
 /// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
 /// updates never names a newer host that reused the slot.
@@ -171,9 +182,37 @@ struct Selector {
 struct Subset {
     selector: u8,
     /// Value ids, in the order of the selector's keys.
-    kvs: Box<[u32]>,
+    kvs: Ids,
     /// Index into `SubsetLb::sets`.
     set: u32,
+}
+
+/// A subset's value ids, inline: a selector has at most [`METADATA_CAPACITY`] keys, and a
+/// table with a key unique per host has a subset per host (an allocation each would cost more
+/// than the rest of its build).
+#[derive(Debug, Clone, Copy)]
+struct Ids {
+    len: u8,
+    ids: [u32; METADATA_CAPACITY],
+}
+
+impl Ids {
+    fn new(kvs: &[u32]) -> Ids {
+        let mut ids = [0; METADATA_CAPACITY];
+        ids[..kvs.len()].copy_from_slice(kvs);
+        Ids {
+            len: kvs.len() as u8,
+            ids,
+        }
+    }
+}
+
+impl core::ops::Deref for Ids {
+    type Target = [u32];
+
+    fn deref(&self) -> &[u32] {
+        &self.ids[..usize::from(self.len)]
+    }
 }
 
 /// Options copied out of the configuration.
@@ -198,9 +237,8 @@ pub struct SubsetLb {
     selector_table: HashTable<u8>,
     subsets: Vec<Option<Subset>>,
     free_subsets: Vec<u32>,
-    /// (subset index, its set) by value ids: the set comes with the probe, so a lookup loads
-    /// it while it checks the subset's ids.
-    subset_table: HashTable<(u32, u32)>,
+    /// Subsets (and their sets) by [`key`] of their value ids.
+    subset_table: HashTable<key::Entry>,
     sets: Vec<PickSet>,
     free_sets: Vec<u32>,
     any: PickSet,
@@ -209,7 +247,7 @@ pub struct SubsetLb {
     metadata_fallbacks: Vec<Metadata>,
     slots: Vec<Slot>,
     /// Address and labels per slot.
-    records: Vec<Record>,
+    records: Records,
     free_slots: Vec<u32>,
     /// Slot by address.
     addresses: HashTable<u32>,
@@ -221,11 +259,16 @@ impl SubsetLb {
     /// The checks run inside the build's own pass over the hosts, so a table already
     /// validated costs little to check again.
     pub fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        build::build(table).map_err(|()| match table.validate() {
-            Err(e) => e.into(),
-            // The build refuses only what validation refuses.
-            Ok(()) => crate::HostTableError::Malformed.into(),
-        })
+        build::build(table, build::Checks::All).map_err(|()| refusal(table))
+    }
+
+    /// [`SubsetLb::build`] for a table that already passed [`HostTable::validate`] (as
+    /// [`HostTable::decode`] returns them): the checks of each host's address and labels are
+    /// not made again. What the index relies on (the host count, unique addresses, weights,
+    /// the configuration) is still checked, so a table that skipped validation still gets a
+    /// sound index, only with whatever addresses and labels it has.
+    pub fn build_validated(table: &HostTable) -> Result<SubsetLb, SubsetError> {
+        build::build(table, build::Checks::IndexOnly).map_err(|()| refusal(table))
     }
 
     /// The version of the table it was built from.
@@ -291,12 +334,12 @@ impl SubsetLb {
     /// The address of host `id`, or `None` if it was removed.
     pub fn address(&self, id: HostId) -> Option<&str> {
         self.slot(id)?;
-        Some(&*self.records[id.slot as usize].address)
+        Some(self.records.address(id.slot))
     }
 
     /// The weight of host `id`, or `None` if it was removed.
     pub fn weight(&self, id: HostId) -> Option<u32> {
-        self.slot(id).map(|s| s.weight)
+        self.slot(id).map(Slot::weight)
     }
 
     /// Whether host `id` is healthy, or `None` if it was removed.
@@ -331,23 +374,45 @@ impl SubsetLb {
     }
 
     /// Heap bytes held by the index (interned strings, hash tables, subsets and their member
-    /// arrays), without the host records (addresses, labels, per-host counters); an estimate
-    /// from capacities, for the benchmarks' memory figures.
+    /// arrays), without the host records (addresses, labels, per-host counters: see
+    /// [`SubsetLb::host_heap_bytes`]); an estimate from capacities, for the benchmarks' memory
+    /// figures.
     pub fn index_heap_bytes(&self) -> usize {
         let sets: usize = self.sets.iter().map(PickSet::heap_bytes).sum();
-        let subsets: usize = self
-            .subsets
-            .iter()
-            .flatten()
-            .map(|s| s.kvs.len() * size_of::<u32>())
-            .sum();
         self.interner.heap_bytes()
             + sets
-            + subsets
             + self.sets.capacity() * size_of::<PickSet>()
             + self.subsets.capacity() * size_of::<Option<Subset>>()
-            + self.subset_table.capacity() * (size_of::<(u32, u32)>() + 1)
+            + self.subset_table.capacity() * (size_of::<key::Entry>() + 1)
             + self.default.as_ref().map_or(0, |(_, set)| set.heap_bytes())
+    }
+
+    /// The table entry of the subset with value ids `kvs`.
+    fn subset_entry(
+        &self,
+        kvs: impl Iterator<Item = u32> + Clone,
+        len: usize,
+    ) -> Option<&key::Entry> {
+        let key = key::pack(kvs.clone(), len)?;
+        let exact = key::is_exact(len, self.interner.kv_count());
+        let subsets = &self.subsets;
+        let same = |e: &key::Entry| {
+            e.key == key
+                && (exact
+                    || subsets[e.subset as usize]
+                        .as_ref()
+                        .is_some_and(|s| s.kvs.iter().copied().eq(kvs.clone())))
+        };
+        self.subset_table.find(key::hash(key), same)
+    }
+
+    /// Heap bytes held per host: records (addresses, labels), slots and the address table; an
+    /// estimate from capacities, for the benchmarks' memory figures.
+    pub fn host_heap_bytes(&self) -> usize {
+        self.records.heap_bytes()
+            + self.slots.capacity() * size_of::<Slot>()
+            + self.addresses.capacity() * (size_of::<u32>() + 1)
+            + self.free_slots.capacity() * size_of::<u32>()
     }
 
     fn id(&self, slot: u32) -> HostId {
@@ -375,19 +440,24 @@ impl SubsetLb {
     fn find_hashed(&self, hash: u64, address: &str) -> Option<u32> {
         let records = &self.records;
         self.addresses
-            .find(hash, |&s| &*records[s as usize].address == address)
+            .find(hash, |&s| records.address(s) == address)
             .copied()
+    }
+}
+
+/// Why the build refused `table`: errors are rare, so the build's own pass stays lean and
+/// validation names the rule.
+fn refusal(table: &HostTable) -> SubsetError {
+    match table.validate() {
+        Err(e) => e.into(),
+        // The build refuses only what validation refuses.
+        Ok(()) => crate::HostTableError::Malformed.into(),
     }
 }
 
 /// Hash of a selector's key ids, or of a request's keys.
 fn keys_hash(keys: impl Iterator<Item = u32>) -> u64 {
     ids_hash(keys)
-}
-
-/// Hash of a subset's identity, its value ids: they imply its keys, and so its selector.
-fn subset_hash(kvs: impl Iterator<Item = u32>) -> u64 {
-    ids_hash(kvs)
 }
 
 /// A multiply-fold hash of dense ids: the ids are our own (no attacker picks them), so a

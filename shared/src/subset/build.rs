@@ -9,37 +9,54 @@ use hashbrown::HashTable;
 
 use super::intern::Interner;
 use super::pickset::{Child, PickSet};
-use super::slot::{Record, Slot};
-use super::{Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, keys_hash, subset_hash};
+use super::records::Records;
+use super::slot::Slot;
+use super::{Ids, Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, key, keys_hash};
 use crate::hosttable::{MAX_HOSTS, validate_config, validate_host};
-use crate::{Host, HostTable, SubsetConfig};
+use crate::{Host, HostTable, MAX_WEIGHT, SubsetConfig};
 
 /// A host list becomes a bitset over all slots when it has at least one slot in `DENSE` (then
 /// the bitset is no larger than the list): bitsets intersect a word (64 slots) at a time, while
 /// short lists (a key unique per host) intersect faster by filtering.
 const DENSE: usize = 32;
 
-/// The index of a table, or `Err` if the table breaks a rule of [`HostTable::validate`] (the
-/// caller asks it which one: errors are rare, and this pass stays lean).
-pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
+/// What the build checks of each host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checks {
+    /// Every rule of [`HostTable::validate`].
+    All,
+    /// What the index relies on: weights (unique addresses are checked either way).
+    IndexOnly,
+}
+
+/// The index of a table, or `Err` if the table breaks a rule of [`HostTable::validate`] that
+/// `checks` covers (the caller asks it which one: errors are rare, and this pass stays lean).
+pub(super) fn build(table: &HostTable, checks: Checks) -> Result<SubsetLb, ()> {
     if table.hosts.len() > MAX_HOSTS || validate_config(&table.subset).is_err() {
         return Err(());
     }
     let mut lb = SubsetLb::configured(table.version, &table.subset);
     lb.slots.reserve_exact(table.hosts.len());
-    lb.records.reserve_exact(table.hosts.len());
-    let (state, records) = (&lb.hasher, &lb.records);
-    lb.addresses.reserve(table.hosts.len(), |&s| {
-        state.hash_one(&*records[s as usize].address)
+    let (text, labels) = table.hosts.iter().fold((0, 0), |(t, l), h| {
+        (t + h.address.len(), l + h.labels.len())
     });
+    lb.records.reserve(table.hosts.len(), text, labels);
+    let (state, records) = (&lb.hasher, &lb.records);
+    lb.addresses
+        .reserve(table.hosts.len(), |&s| state.hash_one(records.address(s)));
     for (index, host) in table.hosts.iter().enumerate() {
         let hash = lb.hasher.hash_one(&host.address);
-        if validate_host(index, host).is_err() || lb.find_hashed(hash, &host.address).is_some() {
+        let valid = match checks {
+            Checks::All => validate_host(index, host).is_ok(),
+            Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight),
+        };
+        if !valid || lb.find_hashed(hash, &host.address).is_some() {
             return Err(());
         }
         lb.push_slot_hashed(host, hash);
     }
     let index = Index::new(&lb);
+    lb.reserve_subsets(&index);
     let trie = Trie::new(&lb.selectors);
     let mut walk = Walk {
         lb: &mut lb,
@@ -47,9 +64,11 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, ()> {
         trie: &trie,
         path: Vec::new(),
         dedup: HashTable::new(),
+        singletons: Vec::new(),
+        uniform: uniform(&table.hosts),
     };
     for &root in &trie.roots {
-        walk.node(root, None);
+        walk.node(root, None, Made::default());
     }
     lb.build_default(&index);
     Ok(lb)
@@ -83,7 +102,7 @@ impl SubsetLb {
             default: None,
             metadata_fallbacks: Vec::new(),
             slots: Vec::new(),
-            records: Vec::new(),
+            records: Records::default(),
             free_slots: Vec::new(),
             addresses: HashTable::new(),
             stats: SubsetStats::default(),
@@ -140,21 +159,26 @@ impl SubsetLb {
         });
     }
 
-    /// The host's key=value ids, sorted by key then id, interning new ones.
-    pub(super) fn host_kvs(&mut self, host: &Host) -> Box<[u32]> {
-        let mut kvs = Vec::with_capacity(host.labels.len());
+    /// Records the host's address and key=value ids (sorted by key then id, interning new
+    /// ones) for slot `s`.
+    fn record(&mut self, s: u32, host: &Host) {
+        let (interner, list_as_any) = (&mut self.interner, self.options.list_as_any);
+        let kvs = self.records.start(s, &host.address);
         for (position, (k, v)) in host.labels.iter().enumerate() {
-            let key = self.interner.intern_key_at(position, k);
-            if self.options.list_as_any {
-                kvs.extend(v.split(',').map(|item| self.interner.intern_kv(key, item)));
+            let key = interner.intern_key_at(position, k);
+            if list_as_any {
+                kvs.extend(v.split(',').map(|item| interner.intern_kv(key, item)));
             } else {
-                kvs.push(self.interner.intern_kv(key, v));
+                kvs.push(interner.intern_kv(key, v));
             }
         }
         let interner = &self.interner;
-        kvs.sort_unstable_by_key(|&kv| (interner.kv_key(kv), kv));
-        kvs.dedup();
-        kvs.into()
+        self.records.seal(s, |kvs| {
+            let order = |&kv: &u32| (interner.kv_key(kv), kv);
+            if !kvs.is_sorted_by_key(order) {
+                kvs.sort_unstable_by_key(order);
+            }
+        });
     }
 
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
@@ -166,36 +190,42 @@ impl SubsetLb {
 
     /// [`SubsetLb::push_slot`] with the address's hash already made.
     fn push_slot_hashed(&mut self, host: &Host, hash: u64) -> u32 {
-        let record = Record {
-            address: host.address.as_str().into(),
-            kvs: self.host_kvs(host),
-        };
-        let slot = Slot {
-            weight: host.weight,
-            generation: 0,
-            held: 0,
-            active: 0,
-            alive: true,
-            healthy: host.healthy,
-        };
+        let mut slot = Slot::new(host.weight, host.healthy);
         let s = match self.free_slots.pop() {
             Some(s) => {
-                let generation = self.slots[s as usize].generation.wrapping_add(1);
-                self.slots[s as usize] = Slot { generation, ..slot };
-                self.records[s as usize] = record;
+                slot.generation = self.slots[s as usize].generation.wrapping_add(1);
+                self.slots[s as usize] = slot;
                 s
             }
             None => {
                 self.slots.push(slot);
-                self.records.push(record);
                 (self.slots.len() - 1) as u32
             }
         };
+        self.record(s, host);
         let (state, records) = (&self.hasher, &self.records);
         self.addresses
-            .insert_unique(hash, s, |&s| state.hash_one(&*records[s as usize].address));
-        self.any.add(s, &mut self.slots);
+            .insert_unique(hash, s, |&s| state.hash_one(records.address(s)));
+        self.any.add(s, &self.slots);
         s
+    }
+
+    /// Room for the subsets the walk will make, as far as the index tells: per selector, the
+    /// product of its keys' value counts, but no more than the hosts (when values combine
+    /// sparsely the tables grow as they go).
+    fn reserve_subsets(&mut self, index: &Index) {
+        let hosts = self.slots.len();
+        let per_selector = |s: &Selector| {
+            s.keys
+                .iter()
+                .try_fold(1usize, |n, &k| n.checked_mul(index.values(k).len()))
+                .map_or(hosts, |n| n.min(hosts))
+        };
+        let total: usize = self.selectors.iter().map(per_selector).sum();
+        let n = total.min(hosts);
+        self.subsets.reserve_exact(n);
+        self.sets.reserve_exact(n);
+        self.subset_table.reserve(n, |e| key::hash(e.key));
     }
 
     fn build_default(&mut self, index: &Index) {
@@ -207,7 +237,7 @@ impl SubsetLb {
             cand = Some(index.intersect(cand.as_ref(), kv));
         }
         let members = cand.map_or_else(Vec::new, |c| c.to_vec());
-        let set = PickSet::new(members, false, &mut self.slots);
+        let set = PickSet::new(members, false, &self.slots);
         if let Some((_, default)) = &mut self.default {
             *default = set;
         }
@@ -217,7 +247,7 @@ impl SubsetLb {
     pub(super) fn push_subset(&mut self, selector: u8, kvs: &[u32], set: u32) -> u32 {
         let subset = Subset {
             selector,
-            kvs: kvs.into(),
+            kvs: Ids::new(kvs),
             set,
         };
         let i = match self.free_subsets.pop() {
@@ -230,13 +260,16 @@ impl SubsetLb {
                 (self.subsets.len() - 1) as u32
             }
         };
-        let hash = subset_hash(kvs.iter().copied());
-        let subsets = &self.subsets;
+        let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
+            unreachable!("subsets hold interned values only")
+        };
+        let entry = key::Entry {
+            key,
+            set,
+            subset: i,
+        };
         self.subset_table
-            .insert_unique(hash, (i, set), |&(i, _)| match &subsets[i as usize] {
-                Some(s) => subset_hash(s.kvs.iter().copied()),
-                None => 0,
-            });
+            .insert_unique(key::hash(key), entry, |e| key::hash(e.key));
         self.stats.subsets_created += 1;
         self.stats.subsets_active += 1;
         i
@@ -271,20 +304,20 @@ impl Index {
     fn new(lb: &SubsetLb) -> Index {
         let n = lb.interner.kv_count();
         let mut starts = vec![0u32; n + 1];
-        for record in &lb.records {
-            record
-                .kvs
-                .iter()
-                .for_each(|&kv| starts[kv as usize + 1] += 1);
+        let hosts = 0..lb.slots.len() as u32;
+        for s in hosts.clone() {
+            for &kv in lb.records.kvs(s) {
+                starts[kv as usize + 1] += 1;
+            }
         }
         for i in 0..n {
             starts[i + 1] += starts[i];
         }
         let mut fill = starts.clone();
         let mut slots = vec![0u32; starts[n] as usize];
-        for (s, record) in lb.records.iter().enumerate() {
-            for &kv in record.kvs.iter() {
-                slots[fill[kv as usize] as usize] = s as u32;
+        for s in hosts {
+            for &kv in lb.records.kvs(s) {
+                slots[fill[kv as usize] as usize] = s;
                 fill[kv as usize] += 1;
             }
         }
@@ -379,10 +412,10 @@ enum Cand<'a> {
 }
 
 impl Cand<'_> {
-    fn is_empty(&self) -> bool {
+    fn len(&self) -> usize {
         match self {
-            Cand::Bits(b) => b.iter().all(|&w| w == 0),
-            Cand::List(l) => l.is_empty(),
+            Cand::Bits(b) => b.iter().map(|w| w.count_ones() as usize).sum(),
+            Cand::List(l) => l.len(),
         }
     }
 
@@ -469,58 +502,138 @@ struct Walk<'w> {
     path: Vec<u32>,
     /// Sets made so far, by members, so identical subsets share one.
     dedup: HashTable<u32>,
+    /// Per slot, the last set made of that slot alone (`u32::MAX`: none); empty until needed.
+    singletons: Vec<u32>,
+    /// The weight of every host, if all are healthy and weigh the same.
+    uniform: Option<u32>,
+}
+
+/// A node's candidates: how many, and the sets made of exactly them so far (not single host,
+/// single host).
+#[derive(Debug, Clone, Copy, Default)]
+struct Made {
+    len: usize,
+    sets: [Option<u32>; 2],
 }
 
 impl<'w> Walk<'w> {
-    fn node(&mut self, n: usize, cand: Option<&Cand<'w>>) {
+    fn node(&mut self, n: usize, cand: Option<&Cand<'w>>, made: Made) {
         let node = &self.trie.nodes[n];
         for &kv in self.index.values(node.key) {
             let next = self.index.intersect(cand, kv);
-            if next.is_empty() {
+            let len = next.len();
+            if len == 0 {
                 continue;
             }
+            // As many as the parent's candidates, so the same ones (a key with one value on
+            // every host, as MOSN's scheme has three): the sets made of those serve again,
+            // without extracting or comparing members.
+            let mut here = match cand.is_some() && len == made.len {
+                true => made,
+                false => Made {
+                    len,
+                    sets: [None; 2],
+                },
+            };
             self.path.push(kv);
             if let Some(selector) = node.ends {
-                self.emit(selector, &next);
+                self.emit(selector, &next, &mut here);
             }
             for &child in &node.children {
-                self.node(child, Some(&next));
+                self.node(child, Some(&next), here);
             }
             self.path.pop();
         }
     }
 
-    fn emit(&mut self, selector: u8, cand: &Cand<'_>) {
+    fn emit(&mut self, selector: u8, cand: &Cand<'_>, made: &mut Made) {
         let single = self.lb.selectors[usize::from(selector)].single;
-        let members = cand.to_vec();
         if single {
-            self.lb.stats.single_host_collisions += members.len() as u64 - 1;
+            self.lb.stats.single_host_collisions += made.len as u64 - 1;
         }
-        let hash = self.lb.hasher.hash_one((single, &members[..]));
+        let set = match made.sets[usize::from(single)] {
+            Some(s) => {
+                self.lb.sets[s as usize].refs += 1;
+                s
+            }
+            None => {
+                let members = cand.to_vec();
+                match members.len() {
+                    1 => self.shared_singleton(members, single),
+                    _ => self.shared_set(members, single),
+                }
+            }
+        };
+        made.sets[usize::from(single)] = Some(set);
+        let path = core::mem::take(&mut self.path);
+        self.lb.push_subset(selector, &path, set);
+        self.path = path;
+    }
+
+    /// The set of an identical subset made before, or a new one.
+    fn shared_set(&mut self, members: Vec<u32>, single: bool) -> u32 {
+        let state = &self.lb.hasher;
+        let hash = sample_hash(state, single, &members);
         let sets = &self.lb.sets;
         let same = |&s: &u32| {
             let set = &sets[s as usize];
             set.single == single && set.members == members
         };
-        let set = match self.dedup.find(hash, same) {
-            Some(&s) => {
-                self.lb.sets[s as usize].refs += 1;
-                s
-            }
-            None => {
-                let mut set = PickSet::new(members, single, &mut self.lb.slots);
-                set.refs = 1;
-                let s = self.lb.push_set(set);
-                let (state, sets) = (&self.lb.hasher, &self.lb.sets);
-                self.dedup.insert_unique(hash, s, |&s| {
-                    let set = &sets[s as usize];
-                    state.hash_one((set.single, &set.members[..]))
-                });
-                s
-            }
-        };
-        let path = core::mem::take(&mut self.path);
-        self.lb.push_subset(selector, &path, set);
-        self.path = path;
+        if let Some(&s) = self.dedup.find(hash, same) {
+            self.lb.sets[s as usize].refs += 1;
+            return s;
+        }
+        let s = self.new_set(members, single);
+        let (state, sets) = (&self.lb.hasher, &self.lb.sets);
+        self.dedup.insert_unique(hash, s, |&s| {
+            let set = &sets[s as usize];
+            sample_hash(state, set.single, &set.members)
+        });
+        s
     }
+
+    /// [`Walk::shared_set`] for one member, by an array (keys unique per host make a subset
+    /// per host, where a hash table of sets would cost more than the rest of the build).
+    fn shared_singleton(&mut self, members: Vec<u32>, single: bool) -> u32 {
+        let member = members[0];
+        if self.singletons.is_empty() {
+            self.singletons = vec![u32::MAX; self.lb.slots.len()];
+        }
+        let known = self.singletons[member as usize];
+        if let Some(set) = self.lb.sets.get_mut(known as usize)
+            && set.single == single
+        {
+            set.refs += 1;
+            return known;
+        }
+        let s = self.new_set(members, single);
+        self.singletons[member as usize] = s;
+        s
+    }
+
+    fn new_set(&mut self, members: Vec<u32>, single: bool) -> u32 {
+        let mut set = match self.uniform {
+            Some(weight) => PickSet::uniform(members, single, weight),
+            None => PickSet::new(members, single, &self.lb.slots),
+        };
+        set.refs = 1;
+        self.lb.push_set(set)
+    }
+}
+
+/// A hash of a member list from its length and three members: lists that differ there differ,
+/// and hashing every member of every subset would cost as much as making them.
+fn sample_hash(state: &FixedState, single: bool, members: &[u32]) -> u64 {
+    let n = members.len();
+    let at = |i: usize| members.get(i).copied().unwrap_or(0);
+    state.hash_one((single, n, at(0), at(n / 2), at(n.wrapping_sub(1))))
+}
+
+/// The weight of every host, if all are healthy and weigh the same.
+fn uniform(hosts: &[Host]) -> Option<u32> {
+    let weight = hosts.first().map_or(1, |h| h.weight);
+    hosts
+        .iter()
+        .all(|h| h.healthy && h.weight == weight)
+        .then_some(weight)
 }

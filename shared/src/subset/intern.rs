@@ -2,16 +2,20 @@
 //! without allocating (requests set metadata from raw header strings).
 //!
 //! Tables have few keys and, for most keys, few values (zones, versions): those are found by
-//! comparing a handful of short strings, which beats hashing them (a general string hash costs
-//! more than the comparisons it saves). A key with many values (one unique per host) switches
-//! to a hash table of its values. Building interns the labels of every host in key order, so
-//! the key at each label position of the previous host is tried first.
+//! comparing [`Fingerprint`]s, a few integers inline, which beats hashing them (a general
+//! string hash costs more than the comparisons it saves) and calling `memcmp` per candidate.
+//! A key with many values (one unique per host) switches to a hash table of its values. The
+//! strings live in one buffer (no allocation per interned string). Building interns the
+//! labels of every host in key order, so the key at each label position of the previous host
+//! is tried first.
 
-use alloc::{boxed::Box, vec::Vec};
+use alloc::{string::String, vec::Vec};
 use core::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
+
+use super::fingerprint::Fingerprint;
 
 /// Most values a key keeps in its list; beyond, its values go to the hash table.
 const SMALL: usize = 8;
@@ -19,63 +23,111 @@ const SMALL: usize = 8;
 /// Most keys looked up by scanning; beyond, by the hash table.
 const FEW_KEYS: usize = 8;
 
+/// Where an interned string lies in the text buffer.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: usize,
+    len: u32,
+    /// For a key=value, its key id; unused for a key.
+    key: u32,
+}
+
 /// Interned label keys and key=value pairs.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
     state: FixedState,
-    keys: Vec<Box<str>>,
+    /// Every interned key and value, back to back.
+    text: String,
+    keys: Vec<(Fingerprint, Span)>,
     key_table: HashTable<u32>,
     /// Per key id: its key=value ids while it has at most [`SMALL`] values, else `None`.
-    small: Vec<Option<Vec<u32>>>,
+    small: Vec<Option<Vec<(Fingerprint, u32)>>>,
     /// Per key=value id: its key and its value.
-    kvs: Vec<(u32, Box<str>)>,
-    /// Key=value ids of the keys with many values, by key id and value.
-    kv_table: HashTable<u32>,
+    kvs: Vec<Span>,
+    /// Key=value ids of the keys with many values, by key id and value, each with the high
+    /// half of its hash: growing the table rehashes from that, without reading the strings.
+    kv_table: HashTable<(u32, u32)>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
 }
 
 impl Interner {
-    fn key_hash(&self, key: &str) -> u64 {
-        self.state.hash_one(key)
+    fn str(&self, span: Span) -> &str {
+        &self.text[span.start..span.start + span.len as usize]
     }
 
-    fn kv_hash(&self, key: u32, value: &str) -> u64 {
-        self.state.hash_one((key, value))
+    fn push_str(&mut self, s: &str, key: u32) -> Span {
+        let span = Span {
+            start: self.text.len(),
+            len: s.len() as u32,
+            key,
+        };
+        self.text.push_str(s);
+        span
+    }
+
+    fn hash(&self, seed: u32, fp: &Fingerprint, s: &str) -> u64 {
+        match fp.is_whole() {
+            true => fp.hash(u64::from(seed)),
+            false => self.state.hash_one((seed, s)),
+        }
     }
 
     /// The id of `key`, if interned.
     pub(super) fn key(&self, key: &str) -> Option<u32> {
-        let keys = &self.keys;
-        if keys.len() <= FEW_KEYS {
-            return keys.iter().position(|k| **k == *key).map(|i| i as u32);
+        self.key_fp(&Fingerprint::of(key), key)
+    }
+
+    fn key_fp(&self, fp: &Fingerprint, key: &str) -> Option<u32> {
+        let same = |(stored, span): &(Fingerprint, Span)| {
+            *stored == *fp && (fp.is_whole() || self.str(*span) == key)
+        };
+        if self.keys.len() <= FEW_KEYS {
+            // A plain loop: this runs per request pair, and is short enough to inline.
+            for (id, entry) in self.keys.iter().enumerate() {
+                if same(entry) {
+                    return Some(id as u32);
+                }
+            }
+            return None;
         }
-        self.key_table
-            .find(self.key_hash(key), |&id| &*keys[id as usize] == key)
-            .copied()
+        let hash = self.hash(u32::MAX, fp, key);
+        let found = self
+            .key_table
+            .find(hash, |&id| same(&self.keys[id as usize]));
+        found.copied()
     }
 
     /// The id of `key`, interning it if new.
     pub(super) fn intern_key(&mut self, key: &str) -> u32 {
-        if let Some(id) = self.key(key) {
+        let fp = Fingerprint::of(key);
+        if let Some(id) = self.key_fp(&fp, key) {
             return id;
         }
         let id = self.keys.len() as u32;
-        let hash = self.key_hash(key);
-        self.keys.push(key.into());
+        let span = self.push_str(key, 0);
+        self.keys.push((fp, span));
         self.small.push(Some(Vec::new()));
-        let (state, keys) = (&self.state, &self.keys);
-        self.key_table
-            .insert_unique(hash, id, |&id| state.hash_one(&*keys[id as usize]));
+        let hash = self.hash(u32::MAX, &fp, key);
+        // Out of `self` while it grows: its rehash reads the keys.
+        let mut table = core::mem::take(&mut self.key_table);
+        let this = &*self;
+        table.insert_unique(hash, id, |&id| {
+            let (fp, span) = &this.keys[id as usize];
+            this.hash(u32::MAX, fp, this.str(*span))
+        });
+        self.key_table = table;
         id
     }
 
     /// The id of `key`, the `position`-th label key of a host, interning it if new.
     pub(super) fn intern_key_at(&mut self, position: usize, key: &str) -> u32 {
-        if let Some(&id) = self.recent.get(position)
-            && *self.keys[id as usize] == *key
-        {
-            return id;
+        if let Some(&id) = self.recent.get(position) {
+            let (stored, span) = &self.keys[id as usize];
+            let fp = Fingerprint::of(key);
+            if *stored == fp && (fp.is_whole() || self.str(*span) == key) {
+                return id;
+            }
         }
         let id = self.intern_key(key);
         if position < self.recent.len() {
@@ -88,19 +140,25 @@ impl Interner {
 
     /// The id of `key`=`value`, if interned.
     pub(super) fn kv(&self, key: u32, value: &str) -> Option<u32> {
-        let kvs = &self.kvs;
+        self.kv_fp(key, &Fingerprint::of(value), value)
+    }
+
+    fn kv_fp(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
         if let Some(Some(small)) = self.small.get(key as usize) {
-            return small
-                .iter()
-                .copied()
-                .find(|&id| *kvs[id as usize].1 == *value);
+            for &(stored, id) in small {
+                if stored == *fp && (fp.is_whole() || self.str(self.kvs[id as usize]) == value) {
+                    return Some(id);
+                }
+            }
+            return None;
         }
+        let h = half(self.hash(key, fp, value));
         self.kv_table
-            .find(self.kv_hash(key, value), |&id| {
-                let (k, v) = &kvs[id as usize];
-                *k == key && **v == *value
+            .find(spread(h), |&(id, stored)| {
+                let span = self.kvs[id as usize];
+                stored == h && span.key == key && self.str(span) == value
             })
-            .copied()
+            .map(|&(id, _)| id)
     }
 
     /// The key id and key=value id of a request's pair given as strings: `None` if the key is
@@ -112,19 +170,22 @@ impl Interner {
 
     /// The id of `key`=`value`, interning it if new.
     pub(super) fn intern_kv(&mut self, key: u32, value: &str) -> u32 {
-        if let Some(id) = self.kv(key, value) {
+        let fp = Fingerprint::of(value);
+        if let Some(id) = self.kv_fp(key, &fp, value) {
             return id;
         }
         let id = self.kvs.len() as u32;
-        self.kvs.push((key, value.into()));
+        let span = self.push_str(value, key);
+        self.kvs.push(span);
         let slot = &mut self.small[key as usize];
         match slot {
-            Some(small) if small.len() < SMALL => small.push(id),
+            Some(small) if small.len() < SMALL => small.push((fp, id)),
             Some(small) => {
                 let moved = core::mem::take(small);
                 *slot = None;
                 moved
                     .into_iter()
+                    .map(|(_, id)| id)
                     .chain([id])
                     .for_each(|id| self.insert_kv(id));
             }
@@ -134,17 +195,16 @@ impl Interner {
     }
 
     fn insert_kv(&mut self, id: u32) {
-        let (state, kvs) = (&self.state, &self.kvs);
-        let hash = |id: &u32| {
-            let (k, v) = &kvs[*id as usize];
-            state.hash_one((*k, &**v))
-        };
-        self.kv_table.insert_unique(hash(&id), id, hash);
+        let span = self.kvs[id as usize];
+        let value = self.str(span);
+        let h = half(self.hash(span.key, &Fingerprint::of(value), value));
+        self.kv_table
+            .insert_unique(spread(h), (id, h), |&(_, h)| spread(h));
     }
 
     /// The key of a key=value id.
     pub(super) fn kv_key(&self, kv: u32) -> u32 {
-        self.kvs[kv as usize].0
+        self.kvs[kv as usize].key
     }
 
     /// Number of key=value ids.
@@ -154,14 +214,29 @@ impl Interner {
 
     /// Heap bytes held, for the memory figures.
     pub(super) fn heap_bytes(&self) -> usize {
-        let strings: usize = self.keys.iter().map(|k| k.len()).sum::<usize>()
-            + self.kvs.iter().map(|(_, v)| v.len()).sum::<usize>();
-        let small: usize = self.small.iter().flatten().map(|s| s.capacity() * 4).sum();
-        strings
+        let small: usize = self
+            .small
+            .iter()
+            .flatten()
+            .map(|s| s.capacity() * size_of::<(Fingerprint, u32)>())
+            .sum();
+        self.text.capacity()
             + small
-            + self.keys.capacity() * size_of::<Box<str>>()
-            + self.small.capacity() * size_of::<Option<Vec<u32>>>()
-            + self.kvs.capacity() * size_of::<(u32, Box<str>)>()
-            + (self.key_table.capacity() + self.kv_table.capacity()) * 5
+            + self.keys.capacity() * size_of::<(Fingerprint, Span)>()
+            + self.small.capacity() * size_of::<Option<Vec<(Fingerprint, u32)>>>()
+            + self.kvs.capacity() * size_of::<Span>()
+            + self.key_table.capacity() * 5
+            + self.kv_table.capacity() * 9
+            + self.recent.capacity() * 4
     }
+}
+
+fn half(hash: u64) -> u32 {
+    (hash >> 32) as u32
+}
+
+/// A table hash from a stored half: the multiply carries its bits up to the tag bits hashbrown
+/// reads from the top.
+fn spread(half: u32) -> u64 {
+    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }

@@ -1,7 +1,7 @@
 //! Finding the set a request picks from: Envoy's `chooseHostIteration`, over the index.
 
 use super::pickset::Rng;
-use super::{Fallback, HostId, Metadata, SubsetLb, keys_hash, subset_hash};
+use super::{Fallback, HostId, Metadata, SubsetLb, keys_hash};
 use crate::{FallbackPolicy, SelectorFallback};
 
 /// Where a pick happens.
@@ -125,14 +125,7 @@ impl SubsetLb {
             return None;
         }
         let kvs = md.pairs().iter().map(|&(_, kv)| kv);
-        let hash = subset_hash(kvs.clone());
-        let subsets = &self.subsets;
-        let same = |&(i, _): &(u32, u32)| {
-            subsets[i as usize]
-                .as_ref()
-                .is_some_and(|s| s.kvs.iter().copied().eq(kvs.clone()))
-        };
-        self.subset_table.find(hash, same).map(|&(_, set)| set)
+        self.subset_entry(kvs, md.len()).map(|e| e.set)
     }
 
     fn pick(

@@ -54,7 +54,12 @@ impl Metadata {
     /// Sets key `k` to `kv`, replacing an earlier value of `k`.
     pub(super) fn set_ids(&mut self, k: u32, kv: u32) {
         let len = self.len();
-        let at = self.pairs[..len].partition_point(|&(key, _)| key < k);
+        // Requests usually set their keys in one order: then each pair goes last.
+        let at = match len {
+            0 => 0,
+            _ if self.pairs[len - 1].0 < k => len,
+            _ => self.pairs[..len].partition_point(|&(key, _)| key < k),
+        };
         if at < len && self.pairs[at].0 == k {
             self.pairs[at].1 = kv;
             return;

@@ -61,25 +61,42 @@ pub(super) struct PickSet {
     pub healthy: u32,
     /// Upper bound of the live members' weights.
     pub max_weight: u32,
-    /// single_host_per_subset: only `first`, the live member in the lowest slot, is picked.
+    /// single_host_per_subset: only `first` is picked.
     pub single: bool,
+    /// The live member in the lowest slot; in a set that is not `single` it may name a removed
+    /// host until the next compaction (the set has a tombstone until then).
     pub first: u32,
     cursor: u32,
 }
 
 impl PickSet {
     /// A set of live `members`.
-    pub fn new(members: Vec<u32>, single: bool, slots: &mut [Slot]) -> PickSet {
+    pub fn new(members: Vec<u32>, single: bool, slots: &[Slot]) -> PickSet {
         let mut set = PickSet {
             single,
             first: members.iter().min().copied().unwrap_or(0),
             ..PickSet::default()
         };
         for &m in &members {
-            set.count_in(&mut slots[m as usize]);
+            set.count_in(&slots[m as usize]);
         }
         set.members = members;
         set
+    }
+
+    /// A set of live `members` (ascending) of a table whose hosts are all healthy and weigh
+    /// `weight`: counted without reading a slot.
+    pub fn uniform(members: Vec<u32>, single: bool, weight: u32) -> PickSet {
+        let n = members.len() as u32;
+        PickSet {
+            single,
+            first: members.first().copied().unwrap_or(0),
+            live: n,
+            healthy: n,
+            max_weight: weight,
+            members,
+            ..PickSet::default()
+        }
     }
 
     /// The set of every slot of the table, empty for now.
@@ -90,24 +107,21 @@ impl PickSet {
         }
     }
 
-    fn count_in(&mut self, slot: &mut Slot) {
+    fn count_in(&mut self, slot: &Slot) {
         self.live += 1;
         self.healthy += u32::from(slot.healthy);
-        self.max_weight = self.max_weight.max(slot.weight);
-        if !self.all {
-            slot.held += 1;
-        }
+        self.max_weight = self.max_weight.max(slot.weight());
     }
 
     /// Adds a live slot (not yet a member).
-    pub fn add(&mut self, s: u32, slots: &mut [Slot]) {
+    pub fn add(&mut self, s: u32, slots: &[Slot]) {
         if !self.all {
             self.members.push(s);
         }
         if self.live == 0 || s < self.first {
             self.first = s;
         }
-        self.count_in(&mut slots[s as usize]);
+        self.count_in(&slots[s as usize]);
     }
 
     /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.
@@ -131,7 +145,9 @@ impl PickSet {
 
     /// Drops the tombstones; returns their slots, no longer held by this set.
     pub fn compact(&mut self, slots: &[Slot]) -> Vec<u32> {
-        let (live, dead) = self.members.iter().partition(|&&m| slots[m as usize].alive);
+        let (live, dead): (Vec<u32>, _) =
+            self.members.iter().partition(|&&m| slots[m as usize].alive);
+        self.first = live.iter().min().copied().unwrap_or(0);
         self.members = live;
         dead
     }
@@ -155,6 +171,11 @@ impl PickSet {
         }
         if self.single {
             return self.pick_single(slots, child, exclude);
+        }
+        if exclude.is_none()
+            && let Some(slot) = self.pick_clean(slots.len(), child.policy, rng)
+        {
+            return Some(Pick { slot, panic: false });
         }
         let panic =
             u64::from(self.healthy) * 100 < u64::from(child.panic_threshold) * u64::from(self.live);
@@ -180,6 +201,37 @@ impl PickSet {
             _ => view.random(rng),
         }?;
         Some(Pick { slot, panic })
+    }
+
+    /// Picks without reading the slots when every member is live and healthy (no tombstone,
+    /// no panic, any member eligible), as the general pick would; `None` to take that one.
+    fn pick_clean(&mut self, slot_count: usize, policy: LbPolicy, rng: &mut Rng) -> Option<u32> {
+        let n = match self.all {
+            true => slot_count,
+            false => self.members.len(),
+        };
+        if self.live as usize != n || self.healthy != self.live {
+            return None;
+        }
+        let i = match policy {
+            LbPolicy::RoundRobin => {
+                let i = if (self.cursor as usize) < n {
+                    self.cursor
+                } else {
+                    0
+                };
+                self.cursor = i + 1;
+                i
+            }
+            LbPolicy::Random => rng.below(n as u32),
+            _ => return None,
+        };
+        // A set of one (a key unique per host) has it in `first`: no load of the array.
+        Some(match (self.all, n) {
+            (true, _) => i,
+            (false, 1) => self.first,
+            (false, _) => self.members[i as usize],
+        })
     }
 
     fn pick_single(&self, slots: &[Slot], child: Child, exclude: Option<u32>) -> Option<Pick> {
@@ -255,7 +307,7 @@ impl View<'_> {
     fn weighted(&self, rng: &mut Rng, max_weight: u32) -> Option<u32> {
         for _ in 0..TRIES {
             let s = self.at(rng.below(self.n));
-            if self.ok(s) && rng.below(max_weight.max(1)) < self.slots[s as usize].weight {
+            if self.ok(s) && rng.below(max_weight.max(1)) < self.slots[s as usize].weight() {
                 return Some(s);
             }
         }

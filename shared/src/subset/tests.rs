@@ -322,6 +322,19 @@ proptest! {
         build_and_update(parts, &config, &requests, ops, false);
     }
 
+    /// All hosts healthy and of one weight: sets are counted without reading the slots, and
+    /// picks in sets without tombstones read none, until the updates break the uniformity.
+    #[test]
+    fn uniform_tables_agree_with_reference(
+        labels in prop::collection::vec(labels(), 0..300),
+        config in config(),
+        requests in prop::collection::vec(pairs(4), 1..12),
+        ops in prop::collection::vec(op(), 0..12),
+    ) {
+        let parts = labels.into_iter().map(|l| (l, true, 2)).collect();
+        build_and_update(parts, &config, &requests, ops, true);
+    }
+
     #[test]
     fn every_host_is_picked_from_its_subset(n in 1usize..40, seed in any::<u64>()) {
         let hosts: Vec<Host> = (0..n).map(|i| host(i, (BTreeMap::from([("a".into(), (i % 3).to_string())]), true, 1))).collect();

@@ -4,7 +4,7 @@ use alloc::{vec, vec::Vec};
 use core::hash::BuildHasher;
 
 use super::pickset::PickSet;
-use super::{HostId, SubsetError, SubsetLb, subset_hash};
+use super::{HostId, SubsetError, SubsetLb, key};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
@@ -24,7 +24,7 @@ impl SubsetLb {
         if self.in_default(s)
             && let Some((_, set)) = &mut self.default
         {
-            set.add(s, &mut self.slots);
+            set.add(s, &self.slots);
         }
         Ok(self.id(s))
     }
@@ -34,25 +34,30 @@ impl SubsetLb {
         let s = self.known(address)?;
         let subsets = self.subsets_of(s);
         let sets = self.sets_of(&subsets);
-        for &set in &sets {
-            self.sets[set as usize].remove(s, &self.slots);
-        }
-        for &i in &subsets {
-            self.drop_subset_if_empty(i);
-        }
-        self.any.remove(s, &self.slots);
-        if self.in_default(s)
-            && let Some((_, set)) = &mut self.default
-        {
-            set.remove(s, &self.slots);
-        }
+        let in_default = self.in_default(s);
+        let held = sets.len() as u32 + u32::from(in_default);
+        let slot = &mut self.slots[s as usize];
+        slot.alive = false;
+        // A live host is in the sets of its subsets (and the default one) and nowhere else:
+        // counted now rather than kept up to date by every build and update. Each set lets
+        // go of it (dropped, or compacted) in its own time; the last one frees the slot.
+        *slot.held_mut() = held;
+        self.records.remove(s);
         let hash = self.hasher.hash_one(address);
         if let Ok(entry) = self.addresses.find_entry(hash, |&x| x == s) {
             entry.remove();
         }
-        self.slots[s as usize].alive = false;
-        // Before the compactions, which free the slot themselves if they release it last.
+        for &set in &sets {
+            self.sets[set as usize].remove(s, &self.slots);
+        }
+        self.any.remove(s, &self.slots);
+        if in_default && let Some((_, set)) = &mut self.default {
+            set.remove(s, &self.slots);
+        }
         self.free_slot_if_unheld(s);
+        for &i in &subsets {
+            self.drop_subset_if_empty(i);
+        }
         for set in sets {
             self.compact_set(set);
         }
@@ -100,7 +105,7 @@ impl SubsetLb {
         if let Some((_, set)) = &mut self.default {
             set.max_weight = set.max_weight.max(weight);
         }
-        self.slots[index].weight = weight;
+        self.slots[index].set_weight(weight);
         Ok(())
     }
 
@@ -112,7 +117,7 @@ impl SubsetLb {
     /// Each (selector, value ids) the host of slot `s` belongs to: one per selector whose keys
     /// it all has, or several with `list_as_any` (every combination of its list elements).
     fn memberships(&self, s: u32) -> Vec<(u8, Vec<u32>)> {
-        let kvs = &self.records[s as usize].kvs;
+        let kvs = self.records.kvs(s);
         let mut out = Vec::new();
         for (i, selector) in self.selectors.iter().enumerate() {
             let mut combos: Vec<Vec<u32>> = vec![Vec::new()];
@@ -133,14 +138,9 @@ impl SubsetLb {
     }
 
     fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
-        let hash = subset_hash(kvs.iter().copied());
-        let subsets = &self.subsets;
-        let same = |&(i, _): &(u32, u32)| {
-            subsets[i as usize]
-                .as_ref()
-                .is_some_and(|s| s.selector == selector && *s.kvs == *kvs)
-        };
-        self.subset_table.find(hash, same).map(|&(i, _)| i)
+        let entry = self.subset_entry(kvs.iter().copied(), kvs.len())?;
+        let subset = self.subsets[entry.subset as usize].as_ref()?;
+        (subset.selector == selector).then_some(entry.subset)
     }
 
     /// The existing subsets of slot `s`.
@@ -170,7 +170,7 @@ impl SubsetLb {
         for (selector, kvs) in self.memberships(s) {
             let Some(i) = self.find(selector, &kvs) else {
                 let single = self.selectors[usize::from(selector)].single;
-                let mut set = PickSet::new(vec![s], single, &mut self.slots);
+                let mut set = PickSet::new(vec![s], single, &self.slots);
                 set.refs = 1;
                 let set = self.push_set(set);
                 self.push_subset(selector, &kvs, set);
@@ -195,14 +195,14 @@ impl SubsetLb {
             self.stats.single_host_collisions += 1;
         }
         if shared.refs as usize == subsets.len() {
-            self.sets[set as usize].add(s, &mut self.slots);
+            self.sets[set as usize].add(s, &self.slots);
             return;
         }
         let mut members = shared.live_members(&self.slots);
         members.push(s);
         let single = shared.single;
         self.sets[set as usize].refs -= subsets.len() as u32;
-        let mut copy = PickSet::new(members, single, &mut self.slots);
+        let mut copy = PickSet::new(members, single, &self.slots);
         copy.refs = subsets.len() as u32;
         let copy = self.push_set(copy);
         for &i in subsets {
@@ -210,9 +210,9 @@ impl SubsetLb {
                 continue;
             };
             subset.set = copy;
-            let hash = subset_hash(subset.kvs.iter().copied());
-            if let Some(entry) = self.subset_table.find_mut(hash, |&(x, _)| x == i) {
-                entry.1 = copy;
+            let hash = entry_hash(&subset.kvs);
+            if let Some(entry) = self.subset_table.find_mut(hash, |e| e.subset == i) {
+                entry.set = copy;
             }
         }
     }
@@ -225,8 +225,8 @@ impl SubsetLb {
         if self.sets[set as usize].live > 0 {
             return;
         }
-        let hash = subset_hash(subset.kvs.iter().copied());
-        if let Ok(entry) = self.subset_table.find_entry(hash, |&(x, _)| x == i) {
+        let hash = entry_hash(&subset.kvs);
+        if let Ok(entry) = self.subset_table.find_entry(hash, |e| e.subset == i) {
             entry.remove();
         }
         self.subsets[i as usize] = None;
@@ -263,23 +263,28 @@ impl SubsetLb {
     /// `slots` are no longer held by one set each.
     fn release_slots(&mut self, slots: Vec<u32>) {
         for s in slots {
-            self.slots[s as usize].held -= 1;
+            *self.slots[s as usize].held_mut() -= 1;
             self.free_slot_if_unheld(s);
         }
     }
 
     fn free_slot_if_unheld(&mut self, s: u32) {
         let slot = &self.slots[s as usize];
-        if !slot.alive && slot.held == 0 {
+        if !slot.alive && slot.active == 0 {
             self.free_slots.push(s);
         }
     }
 
     /// Whether slot `s` belongs to the configured default subset.
     fn in_default(&self, s: u32) -> bool {
-        let kvs = &self.records[s as usize].kvs;
+        let kvs = self.records.kvs(s);
         self.default
             .as_ref()
             .is_some_and(|(default, _)| default.iter().all(|d| kvs.contains(d)))
     }
+}
+
+/// The table hash of a subset's entry.
+fn entry_hash(kvs: &[u32]) -> u64 {
+    key::pack(kvs.iter().copied(), kvs.len()).map_or(0, key::hash)
 }

@@ -177,7 +177,8 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
 
 /// A load balancer over `table` and the origin of each of its hosts.
 fn build(table: &HostTable, etag: Option<String>, now: u64) -> Result<Live, String> {
-    let lb = SubsetLb::build(table).map_err(|e| format!("host table rejected: {e}"))?;
+    // Both sources validate their table first (`HostTable::decode`, the JSON var's parser).
+    let lb = SubsetLb::build_validated(table).map_err(|e| format!("host table rejected: {e}"))?;
     let origins = table
         .hosts
         .iter()

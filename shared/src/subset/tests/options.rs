@@ -460,3 +460,56 @@ fn metadata_records_unknown_and_overflowing_keys() {
     assert_eq!(full.len(), METADATA_CAPACITY);
     assert!(full.has_foreign_key());
 }
+
+/// More value ids than four-key subset keys have room for (2^15): keys then collide after
+/// truncation, and the subset's own ids decide.
+#[test]
+fn subset_keys_beyond_their_lanes_compare_ids() {
+    let a = |i: usize| if i < 1 << 15 { "0" } else { "1" };
+    let labels: Vec<String> = (0..33_000)
+        .map(|i| format!("a={},b=1,c=1,id=x{i}", a(i)))
+        .collect();
+    let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let config = SubsetConfig {
+        selectors: selectors(&[&["a", "b", "c", "id"]]),
+        ..SubsetConfig::default()
+    };
+    let mut lb = SubsetLb::build(&table(&refs, config)).unwrap();
+    assert!(!key::is_exact(4, lb.interner.kv_count()));
+    let mut collisions = 0;
+    for i in (0..300).chain(32_700..33_000) {
+        let id = format!("x{i}");
+        let (hit, _) = picks(
+            &mut lb,
+            &[("a", a(i)), ("b", "1"), ("c", "1"), ("id", &id)],
+            2,
+        );
+        assert_eq!(hit, BTreeSet::from([format!("http://h{i}")]));
+        // The same id with the other `a`: no such host.
+        let other = if a(i) == "0" { "1" } else { "0" };
+        let md = md(&lb, &[("a", other), ("b", "1"), ("c", "1"), ("id", &id)]);
+        let probe = key::pack(md.pairs().iter().map(|&(_, kv)| kv), 4).unwrap();
+        collisions += lb.subset_table.iter().filter(|e| e.key == probe).count();
+        assert_eq!(lb.find_subset(&md), None);
+    }
+    assert!(collisions > 0, "the test should make keys collide");
+}
+
+#[test]
+fn build_validated_skips_only_what_the_index_does_not_need() {
+    let mut config = config(FallbackPolicy::AnyEndpoint);
+    config.selectors = selectors(&[&["zone"]]);
+    let mut t = table(&["zone=a", "zone=b"], config);
+    let lb = SubsetLb::build_validated(&t).unwrap();
+    assert_eq!(lb.stats(), SubsetLb::build(&t).unwrap().stats());
+    // An address validation refuses: not checked again.
+    t.hosts[0].address = "not a url".into();
+    assert!(SubsetLb::build(&t).is_err());
+    assert_eq!(SubsetLb::build_validated(&t).unwrap().len(), 2);
+    // What the index relies on still is.
+    t.hosts[0].weight = 0;
+    assert!(SubsetLb::build_validated(&t).is_err());
+    t.hosts[0].weight = 1;
+    t.hosts[0].address = t.hosts[1].address.clone();
+    assert!(SubsetLb::build_validated(&t).is_err());
+}

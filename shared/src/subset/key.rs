@@ -1,0 +1,85 @@
+//! The subset table's key: a subset's value ids (which imply its keys, and so its selector)
+//! packed into one word, so that a lookup finds its set with one probe and one integer
+//! comparison, without following a pointer to the subset's ids.
+//!
+//! `len` ids share the low 60 bits in lanes of `60 / len` bits, each id stored plus one (a lane
+//! is never zero); the top 4 bits hold `len`. While every id interned fits its lane (below
+//! 2^60 ids for one, 2^30 for two, 2^20 for three, 2^15 for four) the packing is one-to-one and
+//! the key alone decides; beyond, ids are truncated to their lanes and the caller also compares
+//! the subset's ids.
+
+use super::metadata::UNKNOWN_VALUE;
+
+/// An entry of the subset table.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Entry {
+    pub key: u64,
+    /// Index into `SubsetLb::sets`: it comes with the probe, so a hit needs no other load.
+    pub set: u32,
+    /// Index into `SubsetLb::subsets`.
+    pub subset: u32,
+}
+
+const LANES: u32 = 60;
+
+fn lane(len: usize) -> u32 {
+    LANES / len.max(1) as u32
+}
+
+/// The key of the value ids `kvs` (`len` of them); `None` if one is unknown to every host.
+pub(super) fn pack(kvs: impl Iterator<Item = u32>, len: usize) -> Option<u64> {
+    let lane = lane(len);
+    let mask = (1u64 << lane) - 1;
+    let mut key = (len as u64) << LANES;
+    for (i, kv) in kvs.enumerate() {
+        if kv == UNKNOWN_VALUE {
+            return None;
+        }
+        key |= ((u64::from(kv) + 1) & mask) << (lane * i as u32);
+    }
+    Some(key)
+}
+
+/// Whether keys of `len` ids are one-to-one while `kv_count` value ids exist.
+pub(super) fn is_exact(len: usize, kv_count: usize) -> bool {
+    (kv_count as u64) < (1u64 << lane(len))
+}
+
+/// The table's hash of a key: one multiply, its high bits folded down (hashbrown indexes by
+/// the low bits and tags by the high ones).
+pub(super) fn hash(key: u64) -> u64 {
+    let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^ (h >> 29)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_differ_while_exact() {
+        let sets: [&[u32]; 7] = [
+            &[0],
+            &[1],
+            &[0, 1],
+            &[1, 0],
+            &[0, 0, 0],
+            &[14, 14, 14, 14],
+            &[0, 14],
+        ];
+        for a in sets {
+            for b in sets {
+                let (ka, kb) = (
+                    pack(a.iter().copied(), a.len()),
+                    pack(b.iter().copied(), b.len()),
+                );
+                assert_eq!(ka == kb, a == b, "{a:?} {b:?}");
+            }
+        }
+        assert!(is_exact(4, (1 << 15) - 1));
+        assert!(!is_exact(4, 1 << 15));
+        assert!(is_exact(2, (1 << 30) - 1));
+        assert!(is_exact(1, u32::MAX as usize));
+        assert_eq!(pack([3, UNKNOWN_VALUE].into_iter(), 2), None);
+    }
+}

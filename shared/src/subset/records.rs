@@ -1,0 +1,152 @@
+//! Host records, what only updates and address lookups read: each host's address and its
+//! key=value ids, kept in two buffers shared by all hosts (a build makes no allocation per
+//! host). A record replaced or removed leaves its bytes behind until they are half of a buffer;
+//! then the buffer is rewritten without them, so updates stay O(1) amortised.
+
+use alloc::{string::String, vec::Vec};
+
+/// Where a record lies in the buffers.
+#[derive(Debug, Clone, Copy, Default)]
+struct Span {
+    text: usize,
+    kvs: usize,
+    text_len: u32,
+    kvs_len: u32,
+}
+
+/// The records of all slots.
+#[derive(Debug, Default)]
+pub(super) struct Records {
+    /// Addresses, back to back.
+    text: String,
+    /// Key=value ids per host, sorted by key then id (several per key with `list_as_any`).
+    kvs: Vec<u32>,
+    spans: Vec<Span>,
+    /// Bytes and ids of the buffers no span covers.
+    dead_text: usize,
+    dead_kvs: usize,
+}
+
+impl Records {
+    /// Room for `hosts` records with `text` bytes of addresses and about `kvs` ids.
+    pub fn reserve(&mut self, hosts: usize, text: usize, kvs: usize) {
+        self.spans.reserve_exact(hosts);
+        self.text.reserve_exact(text);
+        self.kvs.reserve(kvs);
+    }
+
+    pub fn address(&self, s: u32) -> &str {
+        let span = self.spans[s as usize];
+        &self.text[span.text..span.text + span.text_len as usize]
+    }
+
+    pub fn kvs(&self, s: u32) -> &[u32] {
+        let span = self.spans[s as usize];
+        &self.kvs[span.kvs..span.kvs + span.kvs_len as usize]
+    }
+
+    /// Starts the record of slot `s` (an empty one, or the next new one) with its address;
+    /// returns the id buffer for the caller to push the host's ids onto, then
+    /// [`Records::seal`] them.
+    pub fn start(&mut self, s: u32, address: &str) -> &mut Vec<u32> {
+        let span = Span {
+            text: self.text.len(),
+            kvs: self.kvs.len(),
+            text_len: address.len() as u32,
+            kvs_len: 0,
+        };
+        self.text.push_str(address);
+        match self.spans.get_mut(s as usize) {
+            Some(old) => *old = span,
+            None => self.spans.push(span),
+        }
+        &mut self.kvs
+    }
+
+    /// Ends the record of slot `s`: its ids pushed since [`Records::start`], ordered by
+    /// `sort`, duplicates dropped.
+    pub fn seal(&mut self, s: u32, sort: impl FnOnce(&mut [u32])) {
+        let span = &mut self.spans[s as usize];
+        let tail = &mut self.kvs[span.kvs..];
+        sort(tail);
+        let mut kept = 0;
+        for i in 0..tail.len() {
+            if i == 0 || tail[i] != tail[kept - 1] {
+                tail[kept] = tail[i];
+                kept += 1;
+            }
+        }
+        span.kvs_len = kept as u32;
+        self.kvs.truncate(span.kvs + kept);
+    }
+
+    /// Forgets the record of slot `s` (its host was removed).
+    pub fn remove(&mut self, s: u32) {
+        let span = core::mem::take(&mut self.spans[s as usize]);
+        self.dead_text += span.text_len as usize;
+        self.dead_kvs += span.kvs_len as usize;
+        if self.dead_text > self.text.len() / 2 || self.dead_kvs > self.kvs.len() / 2 {
+            self.compact();
+        }
+    }
+
+    fn compact(&mut self) {
+        let mut text = String::with_capacity(self.text.len() - self.dead_text);
+        let mut kvs = Vec::with_capacity(self.kvs.len() - self.dead_kvs);
+        for span in &mut self.spans {
+            let (t, k) = (span.text, span.kvs);
+            span.text = text.len();
+            span.kvs = kvs.len();
+            text.push_str(&self.text[t..t + span.text_len as usize]);
+            kvs.extend_from_slice(&self.kvs[k..k + span.kvs_len as usize]);
+        }
+        (self.text, self.kvs) = (text, kvs);
+        (self.dead_text, self.dead_kvs) = (0, 0);
+    }
+
+    /// Heap bytes held, for the memory figures.
+    pub fn heap_bytes(&self) -> usize {
+        self.text.capacity()
+            + self.kvs.capacity() * size_of::<u32>()
+            + self.spans.capacity() * size_of::<Span>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_survive_replacement_and_compaction() {
+        let mut records = Records::default();
+        records.reserve(10, 100, 20);
+        for s in 0..10u32 {
+            records
+                .start(s, &alloc::format!("http://h{s}"))
+                .extend([s + 2, s, s + 2]);
+            records.seal(s, |t| t.sort_unstable());
+        }
+        assert_eq!(records.kvs(3), &[3, 5]);
+        for round in 0..5u32 {
+            for s in (0..10u32).step_by(2) {
+                records.remove(s);
+                let address = alloc::format!("http://h{s}-{round}");
+                records.start(s, &address).push(round);
+                records.seal(s, |_| {});
+            }
+        }
+        for s in 0..10u32 {
+            match s % 2 {
+                0 => assert_eq!(
+                    (records.address(s), records.kvs(s)),
+                    (&*alloc::format!("http://h{s}-4"), &[4][..])
+                ),
+                _ => assert_eq!(
+                    (records.address(s), records.kvs(s)),
+                    (&*alloc::format!("http://h{s}"), &[s, s + 2][..])
+                ),
+            }
+        }
+        assert!(records.text.len() < 2 * 10 * 14);
+    }
+}
