@@ -14,11 +14,21 @@ if (!wasmPath) {
 }
 
 const wasi = new WASI({ version: "preview1", args: [wasmPath, ...args], env: {}, returnOnExit: true });
-const module = await WebAssembly.compile(await readFile(wasmPath));
-const instance = await WebAssembly.instantiate(module, wasi.getImportObject());
-const status = wasi.start(instance);
 // Node 20 can crash tearing down a WASI instance whose memory grew large, after the module has
-// returned and printed everything: record the module's own status first (scripts/lib.sh reads
-// it), then exit at once.
-if (process.env.RUN_WASI_STATUS) writeFileSync(process.env.RUN_WASI_STATUS, `${status}\n`);
+// printed everything: as late as inside its `proc_exit`. So the module's own status is recorded
+// (scripts/lib.sh reads it) the moment it asks to exit, before Node does anything else.
+const record = (status) => {
+  if (process.env.RUN_WASI_STATUS) writeFileSync(process.env.RUN_WASI_STATUS, `${status}\n`);
+};
+const imports = wasi.getImportObject();
+const preview1 = imports.wasi_snapshot_preview1;
+const exit = preview1.proc_exit;
+preview1.proc_exit = (status) => {
+  record(status);
+  return exit(status);
+};
+const module = await WebAssembly.compile(await readFile(wasmPath));
+const instance = await WebAssembly.instantiate(module, imports);
+const status = wasi.start(instance);
+record(status);
 process.exit(status);
