@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { ROOT } from "./support/worker.mjs";
@@ -26,5 +26,29 @@ test("wrangler deploy --dry-run builds and bundles the worker", () => {
     assert.ok(files.some((f) => f.endsWith("index_bg.wasm")), files.join(", "));
   } finally {
     rmSync(outdir, { recursive: true, force: true });
+  }
+});
+
+// Every var and secret the worker reads (its `const NAME: &str = "NAME"` names) is documented
+// where operators look: wrangler.toml and the README's worker table.
+test("every var the worker reads is documented in wrangler.toml and the README", () => {
+  const sources = [];
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const file = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(file);
+      else if (entry.name.endsWith(".rs")) sources.push(readFileSync(file, "utf8"));
+    }
+  };
+  walk(path.join(ROOT, "worker", "src"));
+  const names = new Set(
+    sources.flatMap((text) => [...text.matchAll(/const ([A-Z_]+): &str = "\1";/g)].map((m) => m[1])),
+  );
+  assert.ok(names.size >= 15, [...names].join(", "));
+  const wrangler = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8");
+  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  for (const name of names) {
+    assert.match(wrangler, new RegExp(`(^|[#\\s])${name}\\b`, "m"), `${name} missing from wrangler.toml`);
+    assert.ok(readme.includes(`| \`${name}\``), `${name} missing from the README's worker table`);
   }
 });
