@@ -32,6 +32,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use edgewise::{FeatureReader, FeatureWriter, WriterOptions};
+use edgewise_benches::loadgen::flags;
 use edgewise_benches::store::daemon::Daemon;
 use edgewise_benches::store::report::{self, duration, quantile_cells, ratio};
 use edgewise_benches::store::resident::{self, Resident};
@@ -56,11 +57,10 @@ fn parse_args() -> Result<Args, String> {
         secs: 10,
         dir: std::env::temp_dir().join("edgewise-store-bench"),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+    // One path flag among numbers: values come as strings and the numbers are parsed here.
+    flags(|flag, value: String| {
         let number = || value.parse::<u64>().map_err(|e| format!("{flag}: {e}"));
-        match flag.as_str() {
+        match flag {
             "--keys" => args.keys = number()?.max(1),
             "--dims" => args.dims = number()?.max(1) as usize,
             "--samples" => args.samples = number()?.max(1) as usize,
@@ -68,7 +68,8 @@ fn parse_args() -> Result<Args, String> {
             "--dir" => args.dir = PathBuf::from(&value),
             _ => return Err(format!("unknown flag {flag}")),
         }
-    }
+        Ok(())
+    })?;
     Ok(args)
 }
 
@@ -308,6 +309,19 @@ struct Timed {
     failed: u64,
 }
 
+/// [`time_chunk`] into a fresh [`Timed`]; generic, so each peer's lookup is inlined.
+fn timed_lookups(
+    mut lookup: impl FnMut(u64) -> Option<f32>,
+    mut probes: Probes,
+    keys: Keys,
+    chunk: usize,
+    overhead: u64,
+) -> Timed {
+    let mut timed = Timed::default();
+    time_chunk(&mut lookup, &mut timed, &mut probes, keys, chunk, overhead);
+    timed
+}
+
 /// Times `chunk` lookups at keys `keys.pick(probes)`.
 fn time_chunk(
     lookup: &mut impl FnMut(u64) -> Option<f32>,
@@ -430,35 +444,21 @@ fn threads_lookups(
         let handles: Vec<_> = (0..threads)
             .map(|t| {
                 scope.spawn(move || {
-                    let mut timed = Timed::default();
-                    let mut probes = Probes::new(t as u64 + 11);
+                    let probes = Probes::new(t as u64 + 11);
                     if edgewise {
                         let Ok(mut reader) = warm_reader(dir) else {
-                            timed.failed += 1;
-                            return timed;
+                            return Timed {
+                                failed: 1,
+                                ..Timed::default()
+                            };
                         };
-                        let mut lookup = |k| our_lookup(&mut reader, k);
-                        time_chunk(
-                            &mut lookup,
-                            &mut timed,
-                            &mut probes,
-                            keys,
-                            samples,
-                            overhead,
-                        );
+                        let lookup = |k| our_lookup(&mut reader, k);
+                        timed_lookups(lookup, probes, keys, samples, overhead)
                     } else {
                         let mut sync = bench::synchronizer(dir);
-                        let mut lookup = |k| their_lookup(&mut sync, k);
-                        time_chunk(
-                            &mut lookup,
-                            &mut timed,
-                            &mut probes,
-                            keys,
-                            samples,
-                            overhead,
-                        );
+                        let lookup = |k| their_lookup(&mut sync, k);
+                        timed_lookups(lookup, probes, keys, samples, overhead)
                     }
-                    timed
                 })
             })
             .collect();
