@@ -387,9 +387,7 @@ impl Config {
 
     /// Reads and parses a config file.
     pub fn from_file(path: &Path) -> anyhow::Result<Config> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("reading config file {}", path.display()))?;
-        Config::from_toml(&text).with_context(|| format!("parsing config file {}", path.display()))
+        Config::from_table(read_table(path)?, Some(path))
     }
 
     /// Defaults, overlaid by the file if one is given, then by `EDGEWISED__*` variables,
@@ -409,13 +407,18 @@ impl Config {
             None => toml::Table::new(),
         };
         overlay::apply(&mut doc, env, &overrides.set)?;
-        let mut config: Config = doc.try_into().with_context(|| match path {
-            Some(path) => format!("parsing config file {}", path.display()),
-            None => "parsing settings".to_owned(),
-        })?;
+        let mut config = Config::from_table(doc, path)?;
         config.apply(overrides);
         config.validate()?;
         Ok(config)
+    }
+
+    /// The fields of a parsed document (`path`: the file it came from, for the error).
+    fn from_table(doc: toml::Table, path: Option<&Path>) -> anyhow::Result<Config> {
+        doc.try_into().with_context(|| match path {
+            Some(path) => format!("parsing config file {}", path.display()),
+            None => "parsing settings".to_owned(),
+        })
     }
 
     fn apply(&mut self, o: &Overrides) {
