@@ -103,7 +103,7 @@ impl Memcached {
         for reply in pending {
             tally.add(wait(reply, deadline).await);
         }
-        tally.decide(self.replicas / 2 + 1)
+        tally.decide(self.quorum())
     }
 
     /// Writes the per-server families.
@@ -124,25 +124,36 @@ impl Memcached {
             let link = Arc::clone(&server.link);
             probes.spawn(async move { (i, stats::probe(&link).await) });
         }
-        let mut states = vec![String::new(); self.servers.len()];
-        let mut down = 0;
-        while let Some(Ok((i, result))) = probes.join_next().await {
+        // A probe that never reports (its task failed) counts as down: readiness fails closed.
+        let mut states: Vec<String> = self
+            .servers
+            .iter()
+            .map(|s| format!("{} down (probe failed)", s.link.addr))
+            .collect();
+        let mut up = 0;
+        while let Some(joined) = probes.join_next().await {
+            let Ok((i, result)) = joined else { continue };
             let addr = &self.servers[i].link.addr;
             states[i] = match result {
-                Ok(_) => format!("{addr} up"),
-                Err(why) => {
-                    down += 1;
-                    format!("{addr} down ({why})")
+                Ok(_) => {
+                    up += 1;
+                    format!("{addr} up")
                 }
+                Err(why) => format!("{addr} down ({why})"),
             };
         }
         let detail = format!("memcached: {}", states.join(", "));
-        let tolerated = self.replicas - (self.replicas / 2 + 1);
-        if down <= tolerated {
+        let down = self.servers.len() - up;
+        if down <= self.replicas - self.quorum() {
             Ok(detail)
         } else {
             Err(detail)
         }
+    }
+
+    /// Owners that must record a spend for it to be fresh: a majority of the replicas.
+    fn quorum(&self) -> usize {
+        self.replicas / 2 + 1
     }
 
     pub(crate) fn describe(&self) -> String {
