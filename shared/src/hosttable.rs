@@ -29,12 +29,14 @@
 mod config;
 mod error;
 mod validate;
+mod view;
 
 #[cfg(test)]
 mod tests;
 
 use alloc::{collections::BTreeMap, string::String, vec::Vec};
 
+use config::ArchivedSubsetConfig;
 pub use config::{FallbackPolicy, LbPolicy, SelectorFallback, SubsetConfig, SubsetSelector};
 pub use error::HostTableError;
 pub(crate) use error::shown;
@@ -42,7 +44,10 @@ pub use validate::{
     MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS,
     MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
-pub(crate) use validate::{config as validate_config, host as validate_host};
+pub(crate) use validate::{
+    config as validate_config, host as validate_host, hosts as validate_hosts,
+};
+pub(crate) use view::HostView;
 
 /// The upstream hosts and how requests are divided among them.
 #[derive(
@@ -118,6 +123,42 @@ impl Host {
     }
 }
 
+/// Encoded bytes at an address an archive can be read at: borrowed when they already are
+/// (a fetched body usually is), else copied.
+pub(crate) enum Aligned<'a> {
+    Borrowed(&'a [u8]),
+    Copied(rkyv::util::AlignedVec<16>),
+}
+
+impl<'a> Aligned<'a> {
+    pub(crate) fn new(bytes: &'a [u8]) -> Aligned<'a> {
+        if bytes.as_ptr().align_offset(16) == 0 {
+            return Aligned::Borrowed(bytes);
+        }
+        let mut copy = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
+        copy.extend_from_slice(bytes);
+        Aligned::Copied(copy)
+    }
+
+    /// The archived table, once rkyv has checked every byte of it.
+    pub(crate) fn access(&self) -> Result<&ArchivedHostTable, HostTableError> {
+        let bytes = match self {
+            Aligned::Borrowed(b) => b,
+            Aligned::Copied(c) => &c[..],
+        };
+        rkyv::access::<ArchivedHostTable, rkyv::rancor::Failure>(bytes)
+            .map_err(|_| HostTableError::Malformed)
+    }
+}
+
+/// The configuration of an archived table, owned: it is small, and the build interns it.
+pub(crate) fn deserialize_config(
+    config: &ArchivedSubsetConfig,
+) -> Result<SubsetConfig, HostTableError> {
+    rkyv::deserialize::<SubsetConfig, rkyv::rancor::Failure>(config)
+        .map_err(|_| HostTableError::Malformed)
+}
+
 fn default_weight() -> u32 {
     1
 }
@@ -137,14 +178,17 @@ impl HostTable {
     }
 
     /// Reads rkyv bytes made by [`HostTable::encode`]: the archive is checked byte by byte
-    /// (bytecheck) before anything is read from it, then [`HostTable::validate`]d.
+    /// (bytecheck) before anything is read from it, then [`HostTable::validate`]d. The load
+    /// balancer reads them without this step: [`SubsetLb::decode`](crate::SubsetLb::decode).
     pub fn decode(bytes: &[u8]) -> Result<HostTable, HostTableError> {
-        // Archives need aligned storage; a fetched body comes at any address.
-        let mut aligned = rkyv::util::AlignedVec::<16>::with_capacity(bytes.len());
-        aligned.extend_from_slice(bytes);
-        let table = rkyv::from_bytes::<HostTable, rkyv::rancor::Failure>(&aligned)
+        let aligned = Aligned::new(bytes);
+        let archived = aligned.access()?;
+        // The archived hosts, so that labels a `BTreeMap` would silently sort or merge are
+        // refused here as the in-place build refuses them.
+        validate::hosts(&archived.hosts[..])?;
+        let table = rkyv::deserialize::<HostTable, rkyv::rancor::Failure>(archived)
             .map_err(|_| HostTableError::Malformed)?;
-        table.validate()?;
+        validate::config(&table.subset)?;
         Ok(table)
     }
 

@@ -98,7 +98,8 @@ use hashbrown::HashTable;
 pub use error::SubsetError;
 pub use metadata::{METADATA_CAPACITY, Metadata};
 
-use crate::{FallbackPolicy, HostTable, SelectorFallback};
+use crate::hosttable::{self, HostView};
+use crate::{FallbackPolicy, HostTable, SelectorFallback, SubsetConfig};
 use intern::Interner;
 use pickset::{Child, PickSet, Rng};
 use records::Records;
@@ -259,7 +260,13 @@ impl SubsetLb {
     /// The checks run inside the build's own pass over the hosts, so a table already
     /// validated costs little to check again.
     pub fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        build::build(table, build::Checks::All).map_err(|()| refusal(table))
+        build::build(
+            table.version,
+            &table.hosts,
+            &table.subset,
+            build::Checks::All,
+        )
+        .map_err(|()| refusal(&table.hosts, &table.subset))
     }
 
     /// [`SubsetLb::build`] for a table that already passed [`HostTable::validate`] (as
@@ -268,7 +275,27 @@ impl SubsetLb {
     /// the configuration) is still checked, so a table that skipped validation still gets a
     /// sound index, only with whatever addresses and labels it has.
     pub fn build_validated(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        build::build(table, build::Checks::IndexOnly).map_err(|()| refusal(table))
+        let checks = build::Checks::IndexOnly;
+        build::build(table.version, &table.hosts, &table.subset, checks)
+            .map_err(|()| refusal(&table.hosts, &table.subset))
+    }
+
+    /// [`SubsetLb::build`] from the bytes of [`HostTable::encode`] (the daemon's
+    /// `GET /v1/hosts`), read in place: the archive is checked (bytecheck), then the hosts are
+    /// validated and indexed straight from it, never deserialized into a [`HostTable`]. The
+    /// table is refused as [`HostTable::decode`] would refuse it.
+    pub fn decode(bytes: &[u8]) -> Result<SubsetLb, SubsetError> {
+        let aligned = hosttable::Aligned::new(bytes);
+        let table = aligned.access()?;
+        let config = hosttable::deserialize_config(&table.subset)?;
+        let hosts = &table.hosts[..];
+        build::build(
+            table.version.to_native(),
+            hosts,
+            &config,
+            build::Checks::All,
+        )
+        .map_err(|()| refusal(hosts, &config))
     }
 
     /// The version of the table it was built from.
@@ -445,10 +472,10 @@ impl SubsetLb {
     }
 }
 
-/// Why the build refused `table`: errors are rare, so the build's own pass stays lean and
+/// Why the build refused a table: errors are rare, so the build's own pass stays lean and
 /// validation names the rule.
-fn refusal(table: &HostTable) -> SubsetError {
-    match table.validate() {
+fn refusal<H: HostView>(hosts: &[H], config: &SubsetConfig) -> SubsetError {
+    match hosttable::validate_hosts(hosts).and_then(|()| hosttable::validate_config(config)) {
         Err(e) => e.into(),
         // The build refuses only what validation refuses.
         Ok(()) => crate::HostTableError::Malformed.into(),

@@ -155,6 +155,13 @@ pub enum HostTableError {
         /// Position of the entry, from 0.
         index: usize,
     },
+    /// A host's label keys are not strictly ascending: two labels share a key, or the archive
+    /// was not made by [`HostTable::encode`](crate::HostTable::encode), whose maps are sorted.
+    #[error("host {index}: label keys repeated or out of order")]
+    LabelsOutOfOrder {
+        /// Position of the host, from 0.
+        index: usize,
+    },
     /// The panic threshold is above 100 percent.
     #[error("panic_threshold {0} above 100 (percent)")]
     PanicThreshold(u8),

@@ -85,7 +85,9 @@ fn refused(edit: impl FnOnce(&mut HostTable), expected: HostTableError) {
     edit(&mut table);
     assert_eq!(table.validate(), Err(expected.clone()));
     let bytes = rkyv::to_bytes::<rkyv::rancor::Failure>(&table).unwrap();
-    assert_eq!(HostTable::decode(&bytes), Err(expected));
+    assert_eq!(HostTable::decode(&bytes), Err(expected.clone()));
+    let built = crate::SubsetLb::decode(&bytes).map(|lb| lb.len());
+    assert_eq!(built, Err(crate::SubsetError::Table(expected)));
 }
 
 #[test]
@@ -278,7 +280,7 @@ proptest! {
 
     #[test]
     fn garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        let _ = HostTable::decode(&bytes);
+        let _decoded = same_verdict(&bytes)?;
     }
 
     #[test]
@@ -286,9 +288,46 @@ proptest! {
         let mut bytes = sample().encode().unwrap();
         let at = at % bytes.len();
         bytes[at] ^= 1 << bit;
-        if let Ok(table) = HostTable::decode(&bytes) {
+        if let Ok(table) = same_verdict(&bytes)? {
             prop_assert!(table.validate().is_ok());
         }
+    }
+}
+
+/// `HostTable::decode` and the load balancer's in-place `SubsetLb::decode` accept and refuse
+/// the same bytes, with the same error; returns the decoded table.
+fn same_verdict(bytes: &[u8]) -> Result<Result<HostTable, HostTableError>, TestCaseError> {
+    let table = HostTable::decode(bytes);
+    let lb = crate::SubsetLb::decode(bytes);
+    match (&table, lb) {
+        (Ok(t), Ok(lb)) => prop_assert_eq!((lb.version(), lb.len()), (t.version, t.hosts.len())),
+        (Err(e), Err(crate::SubsetError::Table(f))) => prop_assert_eq!(e, &f),
+        (t, lb) => prop_assert!(false, "decode {t:?}, in place {:?}", lb.map(|l| l.len())),
+    }
+    Ok(table)
+}
+
+/// The labels of an archive not made by `encode` (patched: its inline key strings edited) are
+/// refused rather than sorted or merged on the way in.
+#[test]
+fn labels_out_of_order_or_repeated_are_refused() {
+    let table = HostTable {
+        version: 1,
+        hosts: vec![
+            Host::new("http://10.0.0.1")
+                .with_label("kq", "1")
+                .with_label("kz", "2"),
+        ],
+        subset: SubsetConfig::default(),
+    };
+    let bytes = table.encode().unwrap();
+    let at = bytes.windows(2).position(|w| w == b"kz").unwrap();
+    assert_eq!(bytes.windows(2).filter(|w| *w == b"kz").count(), 1);
+    for patch in [b"kq", b"ka"] {
+        let mut patched = bytes.clone();
+        patched[at..at + 2].copy_from_slice(patch);
+        let expected = HostTableError::LabelsOutOfOrder { index: 0 };
+        assert_eq!(same_verdict(&patched).unwrap(), Err(expected));
     }
 }
 

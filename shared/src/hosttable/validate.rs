@@ -1,11 +1,13 @@
 //! The rules of [`HostTable::validate`](crate::HostTable::validate).
 
 use alloc::{collections::BTreeMap, format, string::String};
+use core::ops::ControlFlow;
 
 use hashbrown::HashMap;
 
 use super::error::shown;
-use super::{Host, HostTable, HostTableError, SelectorFallback, SubsetConfig, SubsetSelector};
+use super::view::HostView;
+use super::{HostTable, HostTableError, SelectorFallback, SubsetConfig, SubsetSelector};
 use crate::{Error, Origin};
 
 /// Most hosts a table may have.
@@ -28,43 +30,84 @@ pub const MAX_SELECTOR_KEYS: usize = crate::subset::METADATA_CAPACITY;
 pub const MAX_METADATA_FALLBACKS: usize = 8;
 
 pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
-    if table.hosts.len() > MAX_HOSTS {
-        return Err(HostTableError::TooManyHosts(table.hosts.len()));
-    }
-    let mut seen =
-        HashMap::with_capacity_and_hasher(table.hosts.len(), foldhash::fast::FixedState::default());
-    for (index, host) in table.hosts.iter().enumerate() {
-        self::host(index, host)?;
-        if let Some(first) = seen.insert(host.address.as_str(), index) {
-            return Err(HostTableError::DuplicateAddress {
-                first,
-                index,
-                address: shown(&host.address),
-            });
-        }
-    }
+    hosts(&table.hosts)?;
     config(&table.subset)
 }
 
+/// Checks every host and that no address repeats.
+pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
+    if hosts.len() > MAX_HOSTS {
+        return Err(HostTableError::TooManyHosts(hosts.len()));
+    }
+    let mut seen =
+        HashMap::with_capacity_and_hasher(hosts.len(), foldhash::fast::FixedState::default());
+    for (index, host) in hosts.iter().enumerate() {
+        self::host(index, host)?;
+        if let Some(first) = seen.insert(host.address(), index) {
+            return Err(HostTableError::DuplicateAddress {
+                first,
+                index,
+                address: shown(host.address()),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Checks one host on its own (the address's uniqueness is the table's business).
-pub(crate) fn host(index: usize, host: &Host) -> Result<(), HostTableError> {
-    address(index, &host.address)?;
-    if host.weight == 0 {
+pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
+    address(index, host.address())?;
+    let weight = host.weight();
+    if weight == 0 {
         return Err(HostTableError::ZeroWeight { index });
     }
-    if host.weight > MAX_WEIGHT {
-        return Err(HostTableError::WeightTooLarge {
-            index,
-            weight: host.weight,
-        });
+    if weight > MAX_WEIGHT {
+        return Err(HostTableError::WeightTooLarge { index, weight });
     }
-    if host.labels.len() > MAX_LABELS {
-        return Err(HostTableError::TooManyLabels {
-            index,
-            count: host.labels.len(),
-        });
+    let count = host.label_count();
+    if count > MAX_LABELS {
+        return Err(HostTableError::TooManyLabels { index, count });
     }
-    pairs(&host.labels, || format!("host {index}"))
+    let place = || format!("host {index}");
+    let mut previous = PreviousKey::default();
+    let broken = host.visit_labels(|k, v| {
+        if let Err(e) = label(k, v, place) {
+            return ControlFlow::Break(e);
+        }
+        if !H::ORDERED && !previous.precedes(k) {
+            return ControlFlow::Break(HostTableError::LabelsOutOfOrder { index });
+        }
+        ControlFlow::Continue(())
+    });
+    broken.map_or(Ok(()), Err)
+}
+
+/// The last label key seen, copied (a visit lends each key for one call only), to check that
+/// an archive's keys are strictly ascending as a `BTreeMap`'s are.
+struct PreviousKey {
+    bytes: [u8; MAX_KEY_LEN],
+    len: Option<usize>,
+}
+
+impl Default for PreviousKey {
+    fn default() -> PreviousKey {
+        PreviousKey {
+            bytes: [0; MAX_KEY_LEN],
+            len: None,
+        }
+    }
+}
+
+impl PreviousKey {
+    /// Whether `key` (at most [`MAX_KEY_LEN`] bytes) comes strictly after the previous key;
+    /// it becomes the previous key.
+    fn precedes(&mut self, key: &str) -> bool {
+        let key = key.as_bytes();
+        let after = self.len.is_none_or(|len| key > &self.bytes[..len]);
+        self.bytes[..key.len()].copy_from_slice(key);
+        self.len = Some(key.len());
+        after
+    }
 }
 
 fn address(index: usize, address: &str) -> Result<(), HostTableError> {
@@ -86,18 +129,13 @@ fn address(index: usize, address: &str) -> Result<(), HostTableError> {
     }
 }
 
-fn pairs(
-    pairs: &BTreeMap<String, String>,
-    place: impl Fn() -> String,
-) -> Result<(), HostTableError> {
-    for (k, v) in pairs {
-        key(k, &place)?;
-        if v.len() > MAX_VALUE_LEN {
-            return Err(HostTableError::ValueTooLong {
-                place: place(),
-                key: shown(k),
-            });
-        }
+fn label(k: &str, v: &str, place: impl Fn() -> String) -> Result<(), HostTableError> {
+    key(k, &place)?;
+    if v.len() > MAX_VALUE_LEN {
+        return Err(HostTableError::ValueTooLong {
+            place: place(),
+            key: shown(k),
+        });
     }
     Ok(())
 }
@@ -162,7 +200,7 @@ fn entries(
             max,
         });
     }
-    pairs(map, place)
+    map.iter().try_for_each(|(k, v)| label(k, v, &place))
 }
 
 fn selector(index: usize, selector: &SubsetSelector) -> Result<(), HostTableError> {

@@ -3,6 +3,7 @@
 
 use alloc::{borrow::Cow, boxed::Box, collections::BTreeMap, string::String, vec, vec::Vec};
 use core::hash::BuildHasher;
+use core::ops::ControlFlow;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -12,8 +13,8 @@ use super::pickset::{Child, PickSet};
 use super::records::Records;
 use super::slot::Slot;
 use super::{Ids, Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, key, keys_hash};
-use crate::hosttable::{MAX_HOSTS, validate_config, validate_host};
-use crate::{Host, HostTable, MAX_WEIGHT, SubsetConfig};
+use crate::hosttable::{HostView, MAX_HOSTS, validate_config, validate_host};
+use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
 /// A host list becomes a bitset over all slots when it has at least one slot in `DENSE` (then
 /// the bitset is no larger than the list): bitsets intersect a word (64 slots) at a time, while
@@ -31,26 +32,33 @@ pub(super) enum Checks {
 
 /// The index of a table, or `Err` if the table breaks a rule of [`HostTable::validate`] that
 /// `checks` covers (the caller asks it which one: errors are rare, and this pass stays lean).
-pub(super) fn build(table: &HostTable, checks: Checks) -> Result<SubsetLb, ()> {
-    if table.hosts.len() > MAX_HOSTS || validate_config(&table.subset).is_err() {
+///
+/// [`HostTable::validate`]: crate::HostTable::validate
+pub(super) fn build<H: HostView>(
+    version: u64,
+    hosts: &[H],
+    config: &SubsetConfig,
+    checks: Checks,
+) -> Result<SubsetLb, ()> {
+    if hosts.len() > MAX_HOSTS || validate_config(config).is_err() {
         return Err(());
     }
-    let mut lb = SubsetLb::configured(table.version, &table.subset);
-    lb.slots.reserve_exact(table.hosts.len());
-    let (text, labels) = table.hosts.iter().fold((0, 0), |(t, l), h| {
-        (t + h.address.len(), l + h.labels.len())
+    let mut lb = SubsetLb::configured(version, config);
+    lb.slots.reserve_exact(hosts.len());
+    let (text, labels) = hosts.iter().fold((0, 0), |(t, l), h| {
+        (t + h.address().len(), l + h.label_count())
     });
-    lb.records.reserve(table.hosts.len(), text, labels);
+    lb.records.reserve(hosts.len(), text, labels);
     let (state, records) = (&lb.hasher, &lb.records);
     lb.addresses
-        .reserve(table.hosts.len(), |&s| state.hash_one(records.address(s)));
-    for (index, host) in table.hosts.iter().enumerate() {
-        let hash = lb.hasher.hash_one(&host.address);
+        .reserve(hosts.len(), |&s| state.hash_one(records.address(s)));
+    for (index, host) in hosts.iter().enumerate() {
+        let hash = lb.hasher.hash_one(host.address());
         let valid = match checks {
             Checks::All => validate_host(index, host).is_ok(),
-            Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight),
+            Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
-        if !valid || lb.find_hashed(hash, &host.address).is_some() {
+        if !valid || lb.find_hashed(hash, host.address()).is_some() {
             return Err(());
         }
         lb.push_slot_hashed(host, hash);
@@ -65,7 +73,7 @@ pub(super) fn build(table: &HostTable, checks: Checks) -> Result<SubsetLb, ()> {
         path: Vec::new(),
         dedup: HashTable::new(),
         singletons: Vec::new(),
-        uniform: uniform(&table.hosts),
+        uniform: uniform(hosts),
     };
     for &root in &trie.roots {
         walk.node(root, None, Made::default());
@@ -161,17 +169,20 @@ impl SubsetLb {
 
     /// Records the host's address and key=value ids (sorted by key then id, interning new
     /// ones) for slot `s`.
-    fn record(&mut self, s: u32, host: &Host) {
+    fn record<H: HostView>(&mut self, s: u32, host: &H) {
         let (interner, list_as_any) = (&mut self.interner, self.options.list_as_any);
-        let kvs = self.records.start(s, &host.address);
-        for (position, (k, v)) in host.labels.iter().enumerate() {
+        let kvs = self.records.start(s, host.address());
+        let mut position = 0;
+        host.visit_labels(|k, v| {
             let key = interner.intern_key_at(position, k);
+            position += 1;
             if list_as_any {
                 kvs.extend(v.split(',').map(|item| interner.intern_kv(key, item)));
             } else {
                 kvs.push(interner.intern_kv(key, v));
             }
-        }
+            ControlFlow::<()>::Continue(())
+        });
         let interner = &self.interner;
         self.records.seal(s, |kvs| {
             let order = |&kv: &u32| (interner.kv_key(kv), kv);
@@ -184,13 +195,13 @@ impl SubsetLb {
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
-        let hash = self.hasher.hash_one(&host.address);
+        let hash = self.hasher.hash_one(host.address.as_str());
         self.push_slot_hashed(host, hash)
     }
 
     /// [`SubsetLb::push_slot`] with the address's hash already made.
-    fn push_slot_hashed(&mut self, host: &Host, hash: u64) -> u32 {
-        let mut slot = Slot::new(host.weight, host.healthy);
+    fn push_slot_hashed<H: HostView>(&mut self, host: &H, hash: u64) -> u32 {
+        let mut slot = Slot::new(host.weight(), host.healthy());
         let s = match self.free_slots.pop() {
             Some(s) => {
                 slot.generation = self.slots[s as usize].generation.wrapping_add(1);
@@ -630,10 +641,10 @@ fn sample_hash(state: &FixedState, single: bool, members: &[u32]) -> u64 {
 }
 
 /// The weight of every host, if all are healthy and weigh the same.
-fn uniform(hosts: &[Host]) -> Option<u32> {
-    let weight = hosts.first().map_or(1, |h| h.weight);
+fn uniform<H: HostView>(hosts: &[H]) -> Option<u32> {
+    let weight = hosts.first().map_or(1, |h| h.weight());
     hosts
         .iter()
-        .all(|h| h.healthy && h.weight == weight)
+        .all(|h| h.healthy() && h.weight() == weight)
         .then_some(weight)
 }

@@ -261,6 +261,23 @@ fn check(
     }
 }
 
+/// The index read in place from the table's encoding ([`SubsetLb::decode`]) is the one built
+/// from the table: same subsets, same selection for every request and entropy.
+fn same_as_decoded(lb: &mut SubsetLb, table: &HostTable, requests: &[Request]) {
+    let mut decoded = SubsetLb::decode(&table.encode().unwrap()).unwrap();
+    assert_eq!(decoded.stats(), lb.stats());
+    assert_eq!(decoded.version(), lb.version());
+    for (n, request) in requests.iter().enumerate() {
+        let chosen = lb.select(&metadata(lb, request), n as u64);
+        let read = decoded.select(&metadata(&decoded, request), n as u64);
+        assert_eq!(chosen, read, "request {request:?}");
+        if let (Some(c), Some(r)) = (chosen, read) {
+            lb.release(c.host);
+            decoded.release(r.host);
+        }
+    }
+}
+
 /// Builds a table from `parts`, checks the index against the reference, applies `ops` (checking
 /// after each one if `every_step`, else once at the end), and returns the index and its hosts.
 fn build_and_update(
@@ -281,6 +298,7 @@ fn build_and_update(
         subset: config.clone(),
     };
     let mut lb = SubsetLb::build(&table).unwrap();
+    same_as_decoded(&mut lb, &table, requests);
     agree(&mut lb, &hosts, config, requests);
     let mut next = hosts.len();
     for op in ops {

@@ -1,0 +1,76 @@
+//! One way to read a host, owned or archived: the subset index is built straight from the
+//! rkyv bytes the daemon serves ([`SubsetLb::decode`](crate::SubsetLb::decode)), without
+//! deserializing 100k hosts into a `BTreeMap` and nine `String`s each first, and from a
+//! [`HostTable`](crate::HostTable) in memory, by the same code.
+
+use core::ops::ControlFlow;
+
+use super::{ArchivedHost, Host};
+
+/// What the validation and the index read of a host.
+pub(crate) trait HostView {
+    /// Whether labels come strictly ascending by key (a `BTreeMap` guarantees it; an archive
+    /// from elsewhere is checked).
+    const ORDERED: bool;
+
+    fn address(&self) -> &str;
+    fn weight(&self) -> u32;
+    fn healthy(&self) -> bool;
+    fn label_count(&self) -> usize;
+    /// Calls `f` on each label in key order until it breaks; returns what it broke with.
+    /// (A visit, not an iterator: rkyv's B-tree iterator allocates its stack, once per host
+    /// and pass.)
+    fn visit_labels<B>(&self, f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B>;
+}
+
+impl HostView for Host {
+    const ORDERED: bool = true;
+
+    fn address(&self) -> &str {
+        &self.address
+    }
+
+    fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    fn healthy(&self) -> bool {
+        self.healthy
+    }
+
+    fn label_count(&self) -> usize {
+        self.labels.len()
+    }
+
+    fn visit_labels<B>(&self, mut f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B> {
+        match self.labels.iter().try_for_each(|(k, v)| f(k, v)) {
+            ControlFlow::Break(b) => Some(b),
+            ControlFlow::Continue(()) => None,
+        }
+    }
+}
+
+impl HostView for ArchivedHost {
+    // rkyv checks an archived B-tree's structure, not the order of its keys.
+    const ORDERED: bool = false;
+
+    fn address(&self) -> &str {
+        &self.address
+    }
+
+    fn weight(&self) -> u32 {
+        self.weight.to_native()
+    }
+
+    fn healthy(&self) -> bool {
+        self.healthy
+    }
+
+    fn label_count(&self) -> usize {
+        self.labels.len()
+    }
+
+    fn visit_labels<B>(&self, mut f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B> {
+        self.labels.visit(|k, v| f(k, v))
+    }
+}
