@@ -2,8 +2,8 @@
 //!
 //! The table comes from a wrangler var (`HOST_TABLE`, JSON) or from the daemon
 //! (`HOST_TABLE = "daemon"`: `GET /v1/hosts`, revalidated with its ETag at most every
-//! `HOST_TABLE_REFRESH_MS`). Each isolate keeps one subset load balancer and rebuilds it only
-//! when the table's version changes. A table that cannot be fetched, decoded or built is logged
+//! `HOST_TABLE_REFRESH_MS`). Each isolate keeps one subset load balancer, built from the
+//! daemon's bytes in place, and replaces it only when the table's version changes. A table that cannot be fetched, decoded or built is logged
 //! and the current one keeps serving; only an isolate that never had a table answers 503.
 //!
 //! Request attributes listed in `ROUTE_ATTRIBUTES` become the subset metadata.
@@ -12,7 +12,7 @@ mod live;
 
 use std::{rc::Rc, time::Duration};
 
-use edgewise::{AttributeSource, HostTable, Origin, RouteAttribute, path_segment, query_value};
+use edgewise::{AttributeSource, HostTable, RouteAttribute, path_segment, query_value};
 use worker::{Env, Request, Url};
 
 use crate::{
@@ -108,9 +108,4 @@ fn static_table(json: &str) -> Result<HostTable, String> {
         serde_json::from_str(json).map_err(|e| format!("{HOST_TABLE}: not a host table: {e}"))?;
     table.validate().map_err(|e| format!("{HOST_TABLE}: {e}"))?;
     Ok(table)
-}
-
-/// The origin of a host address, or why it cannot be one.
-fn origin(address: &str) -> Result<Origin, String> {
-    Origin::parse(address).map_err(|e| format!("host {address:?}: {e}"))
 }

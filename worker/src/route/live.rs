@@ -1,25 +1,23 @@
-//! The isolate's routing state: one subset load balancer, the origin of each of its hosts, and
-//! when the daemon's table was last checked.
+//! The isolate's routing state: one subset load balancer and when the daemon's table was last
+//! checked.
 //!
 //! Requests interleave at every `await`, so the state is only borrowed between awaits, and a
 //! pick remembers the version it was made under: a host released or retried after a rebuild
 //! refers to the old table and is left alone.
 
-use std::{
-    cell::{Cell, RefCell},
-    collections::HashMap,
-};
+use std::cell::{Cell, RefCell};
 
-use edgewise::{HostId, HostTable, Metadata, Origin, SubsetLb};
+use edgewise::{HostId, Metadata, Origin, SubsetLb};
 use worker::{Request, RequestInit, console_error, console_log};
 
-use super::{Source, origin};
+use super::Source;
 use crate::failure::Failure;
 
 struct Live {
+    /// Built from the daemon's bytes in place ([`SubsetLb::decode`]); the origin of a host is
+    /// parsed when it is picked (a table change at 100k hosts would otherwise parse and copy
+    /// 100k addresses for the few the isolate forwards to).
     lb: SubsetLb,
-    /// Origin of each host, by address (parsed once per table, not per request).
-    origins: HashMap<String, Origin>,
     /// ETag of the daemon's answer this was built from.
     etag: Option<String>,
     /// When the daemon was last asked (ms since the epoch).
@@ -54,8 +52,9 @@ pub(super) async fn ensure(source: &Source) -> Result<(), Failure> {
     match source {
         Source::Static(table) => {
             if LIVE.with(|l| l.borrow().is_none()) {
-                let live = build(table, None, now_ms()).map_err(Failure::Config)?;
-                LIVE.with(|l| *l.borrow_mut() = Some(live));
+                let lb = SubsetLb::build_validated(table)
+                    .map_err(|e| Failure::Config(format!("host table rejected: {e}")))?;
+                LIVE.with(|l| *l.borrow_mut() = Some(Live::new(lb, None, now_ms())));
             }
             Ok(())
         }
@@ -126,9 +125,9 @@ async fn fetch(
 fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
     let fetched = fetched.and_then(|fetched| match fetched {
         Fetched::NotModified => Ok(None),
-        Fetched::Table { bytes, etag } => HostTable::decode(&bytes)
-            .map(|table| Some((table, etag)))
-            .map_err(|e| format!("malformed host table from the daemon: {e}")),
+        Fetched::Table { bytes, etag } => SubsetLb::decode(&bytes)
+            .map(|lb| Some((lb, etag)))
+            .map_err(|e| format!("host table from the daemon rejected: {e}")),
     });
     LIVE.with(|l| {
         let mut slot = l.borrow_mut();
@@ -137,30 +136,26 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
                 live.checked_at = now;
                 return Ok(());
             }
-            (Ok(Some((table, etag))), Some(live)) if live.lb.version() == table.version => {
+            (Ok(Some((lb, etag))), Some(live)) if live.lb.version() == lb.version() => {
                 live.etag = etag;
                 live.checked_at = now;
                 return Ok(());
             }
-            (Ok(Some((table, etag))), _) => match build(&table, etag, now) {
-                Ok(live) => {
-                    let stats = live.lb.stats();
+            (Ok(Some((lb, etag))), _) => {
+                console_log!(
+                    "edgewise: routing by host table version {} ({} hosts, {} subsets)",
+                    lb.version(),
+                    lb.len(),
+                    lb.stats().subsets_active
+                );
+                if let Some(old) = slot.replace(Live::new(lb, etag, now)) {
                     console_log!(
-                        "edgewise: routing by host table version {} ({} hosts, {} subsets)",
-                        table.version,
-                        live.lb.len(),
-                        stats.subsets_active
+                        "edgewise: the previous table's routing: {:?}",
+                        old.lb.stats()
                     );
-                    if let Some(old) = slot.replace(live) {
-                        console_log!(
-                            "edgewise: the previous table's routing: {:?}",
-                            old.lb.stats()
-                        );
-                    }
-                    return Ok(());
                 }
-                Err(why) => why,
-            },
+                return Ok(());
+            }
             (Ok(None), None) => "the daemon answered 304 to a first request".to_owned(),
             (Err(why), _) => why,
         };
@@ -172,23 +167,6 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
             }
             None => Err(Failure::HostsUnavailable(failed)),
         }
-    })
-}
-
-/// A load balancer over `table` and the origin of each of its hosts.
-fn build(table: &HostTable, etag: Option<String>, now: u64) -> Result<Live, String> {
-    // Both sources validate their table first (`HostTable::decode`, the JSON var's parser).
-    let lb = SubsetLb::build_validated(table).map_err(|e| format!("host table rejected: {e}"))?;
-    let origins = table
-        .hosts
-        .iter()
-        .map(|host| Ok((host.address.clone(), origin(&host.address)?)))
-        .collect::<Result<_, String>>()?;
-    Ok(Live {
-        lb,
-        origins,
-        etag,
-        checked_at: now,
     })
 }
 
@@ -227,8 +205,17 @@ pub(super) fn retry(failed: &Pick) -> Option<Pick> {
 }
 
 impl Live {
+    fn new(lb: SubsetLb, etag: Option<String>, checked_at: u64) -> Live {
+        Live {
+            lb,
+            etag,
+            checked_at,
+        }
+    }
+
     fn pick(&self, host: HostId, metadata: Metadata) -> Option<Pick> {
-        let origin = self.origins.get(self.lb.address(host)?)?.clone();
+        // Validated with the table: `Origin::check` accepts exactly what `parse` does.
+        let origin = Origin::parse(self.lb.address(host)?).ok()?;
         Some(Pick {
             origin,
             host,
