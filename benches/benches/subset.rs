@@ -2,7 +2,9 @@
 //! `edgewise_benches::subset`, beside MOSN's full-scan build and lookup trie.
 //!
 //! - `subset/build/{scenario}/{hosts}`: `SubsetLb::build` (validation included) and
-//!   `HostTable::validate` alone; `full-scan` (MOSN's pre-index build) at 8k hosts only: at
+//!   `HostTable::validate` alone; from the encoded table (the worker's input),
+//!   `decode-then-build` (`HostTable::decode` + `build_validated`) and `decode-in-place`
+//!   (`SubsetLb::decode`); `full-scan` (MOSN's pre-index build) at 8k hosts only: at
 //!   100k one build takes seconds (`subset_wasm` times it a few times instead).
 //! - `subset/lookup/{scenario}`: one request at 100k hosts, metadata pre-interned or set from
 //!   raw strings, and MOSN's trie of hash maps.
@@ -16,7 +18,7 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use edgewise::SubsetLb;
+use edgewise::{HostTable, SubsetLb};
 use edgewise_benches::subset::{FullScan, SIZES, Scenario, peer_hosts, sorted};
 
 const SEED: u64 = 0x5eed;
@@ -32,6 +34,16 @@ fn build(c: &mut Criterion) {
                 b.iter(|| SubsetLb::build(&table).map(|lb| lb.len()))
             });
             group.bench_function("validate", |b| b.iter(|| table.validate().is_ok()));
+            let bytes = table.encode().expect("valid table");
+            group.bench_function("decode-then-build", |b| {
+                b.iter(|| {
+                    let table = HostTable::decode(&bytes).expect("valid table");
+                    SubsetLb::build_validated(&table).map(|lb| lb.len())
+                })
+            });
+            group.bench_function("decode-in-place", |b| {
+                b.iter(|| SubsetLb::decode(&bytes).map(|lb| lb.len()))
+            });
             if n == SIZES[0] {
                 let hosts = peer_hosts(&table);
                 let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();

@@ -10,6 +10,8 @@
 //!   take seconds; the unique-key scenario's would take minutes and is extrapolated from 8k by
 //!   its O(n^2) cost instead). Retained bytes are measured by a counting global allocator: live
 //!   heap bytes with the load balancer built minus before (the host table itself excluded).
+//! - from bytes: the worker's path from a `GET /v1/hosts` body to an index, before
+//!   (`HostTable::decode` + `SubsetLb::build_validated`) and now (`SubsetLb::decode`, in place).
 //! - lookup: `select` + `release` with metadata set once (pre-interned), or set from raw
 //!   strings per request, beside MOSN's trie of hash maps over the same strings.
 //! - update: one host removed and added back, and its health toggled, at 100k hosts.
@@ -116,6 +118,36 @@ fn full_scan(table: &HostTable, scenario: Scenario, n: usize, rounds: usize) -> 
 
 fn median(sampler: &Sampler<'_>, name: &str) -> f64 {
     sampler.median(name).unwrap_or(f64::NAN)
+}
+
+/// The worker's path from the body of `GET /v1/hosts` to an index: `HostTable::decode`
+/// (check, deserialize, validate) then `SubsetLb::build_validated`, as the worker did, beside
+/// `SubsetLb::decode` (check, then validate and index in place), as it does now.
+fn bytes_row(cfg: &Config, scenario: Scenario, n: usize) {
+    let bytes = scenario
+        .table(n, SEED)
+        .encode()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let deserialized = || {
+        let table = HostTable::decode(&bytes).ok()?;
+        SubsetLb::build_validated(&table).ok().map(|lb| lb.len())
+    };
+    let in_place = || SubsetLb::decode(&bytes).map(|lb| lb.len()).ok();
+    let mut sampler = Sampler::new(cfg);
+    for _ in 0..cfg.batches {
+        sampler.batch("deserialize", 1, deserialized);
+        sampler.batch("in-place", 1, in_place);
+    }
+    let (old, new) = (median(&sampler, "deserialize"), median(&sampler, "in-place"));
+    println!(
+        "{:<7} {:>7} {:>9.0} {:>17} {:>9} {:>7.1}x",
+        scenario.name(),
+        n,
+        bytes.len() as f64 / 1024.0,
+        fmt_ms(old),
+        fmt_ms(new),
+        old / new,
+    );
 }
 
 fn fmt_ms(ns: f64) -> String {
@@ -260,6 +292,16 @@ fn main() -> ExitCode {
         }
     }
     println!("  (* extrapolated from 8k hosts: n^2)");
+    println!(
+        "\nfrom bytes ms: GET /v1/hosts body -> index; decode+build = HostTable::decode + \
+         build_validated, in-place = SubsetLb::decode"
+    );
+    println!("scenario  hosts   bodyKiB  decode+build ms  in-place  speedup");
+    for scenario in Scenario::ALL {
+        for &n in &sizes {
+            bytes_row(cfg, scenario, n);
+        }
+    }
     println!(
         "\nlookup      hosts keys pre-interned  raw-strings  mosn-trie  mosn/raw   (ns per request)"
     );
