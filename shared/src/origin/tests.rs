@@ -155,4 +155,18 @@ proptest! {
             prop_assert!(url.starts_with(&expected));
         }
     }
+
+    /// The one-pass check of plain origins agrees with the general one wherever it answers,
+    /// and answers for every plain origin.
+    #[test]
+    fn plain_origins_checked_in_one_pass_agree(
+        url in "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?",
+    ) {
+        prop_assert_eq!(super::plainly_valid(&url), split_checked(&url).is_ok(), "{}", url);
+    }
+
+    #[test]
+    fn one_pass_check_never_accepts_what_the_general_refuses(url in "\\PC{0,40}|(?i:https?)://[a-zA-Z0-9.:\\[\\]@_/?#-]{0,30}") {
+        prop_assert!(!super::plainly_valid(&url) || split_checked(&url).is_ok(), "{}", url);
+    }
 }
