@@ -23,6 +23,12 @@
 //! show it dominated by reading the host table (validation, label strings) and extracting the
 //! member arrays, not by intersections, so roaring was not tried again.
 //!
+//! The worker's tables come as the daemon's rkyv bytes: [`SubsetLb::decode`] checks the
+//! archive (bytecheck) and builds from the archived hosts in place, by the same code as from a
+//! [`HostTable`] (one view over owned and archived hosts), so a table change never
+//! deserializes 100k hosts into a `BTreeMap` and nine `String`s each (at 100k hosts that took
+//! twice as long as the build itself).
+//!
 //! Each subset keeps its members as a plain array of slots (identical subsets share one), so a
 //! pick is an array index; the bitsets are dropped once built. Subsets are found by one hash
 //! probe on their value ids (which imply the keys) packed into one word ([`key`]), which
