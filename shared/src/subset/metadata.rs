@@ -44,6 +44,7 @@ impl Metadata {
         &self.pairs[..self.len()]
     }
 
+    #[inline]
     pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
         match interner.pair(key, value) {
             None => self.foreign = true,
