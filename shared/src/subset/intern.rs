@@ -93,6 +93,16 @@ struct Span {
     key: u32,
 }
 
+/// A key=value of a key with many values (one per host, often), with what a lookup compares:
+/// a hit on a short value reads neither its span nor its text (two cache misses in a large
+/// table), and growing the table rehashes short values without reading them either.
+#[derive(Debug, Clone, Copy)]
+struct KvEntry {
+    fp: Fingerprint,
+    id: u32,
+    key: u32,
+}
+
 /// Interned label keys and key=value pairs.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
@@ -107,9 +117,8 @@ pub(super) struct Interner {
     small: Vec<Lanes>,
     /// Per key=value id: its key and its value.
     kvs: Vec<Span>,
-    /// Key=value ids of the keys with many values, by key id and value, each with the high
-    /// half of its hash: growing the table rehashes from that, without reading the strings.
-    kv_table: HashTable<(u32, u32)>,
+    /// Key=value ids of the keys with many values, by key id and value.
+    kv_table: HashTable<KvEntry>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
 }
@@ -232,13 +241,13 @@ impl Interner {
             };
             return small.iter().find(same).map(|(_, id)| id);
         }
-        let h = half(self.hash(key, fp, value));
-        self.kv_table
-            .find(spread(h), |&(id, stored)| {
-                let span = self.kvs[id as usize];
-                stored == h && span.key == key && self.str(span) == value
-            })
-            .map(|&(id, _)| id)
+        let same = |e: &KvEntry| {
+            e.key == key
+                && e.fp.same(fp)
+                && (fp.is_whole() || self.str(self.kvs[e.id as usize]) == value)
+        };
+        let hash = self.hash(key, fp, value);
+        self.kv_table.find(hash, same).map(|e| e.id)
     }
 
     /// The key id and key=value id of a request's pair given as strings: `None` if the key is
@@ -277,9 +286,21 @@ impl Interner {
     fn insert_kv(&mut self, id: u32) {
         let span = self.kvs[id as usize];
         let value = self.str(span);
-        let h = half(self.hash(span.key, &Fingerprint::of(value), value));
-        self.kv_table
-            .insert_unique(spread(h), (id, h), |&(_, h)| spread(h));
+        let fp = Fingerprint::of(value);
+        let hash = self.hash(span.key, &fp, value);
+        let entry = KvEntry {
+            fp,
+            id,
+            key: span.key,
+        };
+        // Out of `self` while it grows: rehashing a long value reads its text.
+        let mut table = core::mem::take(&mut self.kv_table);
+        let this = &*self;
+        table.insert_unique(hash, entry, |e| match e.fp.is_whole() {
+            true => e.fp.hash(u64::from(e.key)),
+            false => this.hash(e.key, &e.fp, this.str(this.kvs[e.id as usize])),
+        });
+        self.kv_table = table;
     }
 
     /// The key of a key=value id.
@@ -299,19 +320,9 @@ impl Interner {
             + self.small.capacity() * size_of::<Lanes>()
             + self.kvs.capacity() * size_of::<Span>()
             + self.key_table.capacity() * 5
-            + self.kv_table.capacity() * 9
+            + self.kv_table.capacity() * (size_of::<KvEntry>() + 1)
             + self.recent.capacity() * 4
     }
-}
-
-fn half(hash: u64) -> u32 {
-    (hash >> 32) as u32
-}
-
-/// A table hash from a stored half: the multiply carries its bits up to the tag bits hashbrown
-/// reads from the top.
-fn spread(half: u32) -> u64 {
-    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 #[cfg(test)]
@@ -366,19 +377,26 @@ mod tests {
         let keys: Vec<u32> = (0..3 * FEW_KEYS)
             .map(|i| interner.intern_key(&format!("key{i}")))
             .collect();
+        // Long values of one fingerprint (same first 8 and last 7 bytes) beside short ones.
+        let value = |j: usize| match j % 2 {
+            0 => format!("value-{j}"),
+            _ => format!("01234567-{j:03}-abcdefg"),
+        };
         for (i, &key) in keys.iter().enumerate() {
             for j in 0..i {
-                interner.intern_kv(key, &format!("value-{j}"));
+                interner.intern_kv(key, &value(j));
             }
         }
         for (i, &key) in keys.iter().enumerate() {
             assert_eq!(interner.key(&format!("key{i}")), Some(key));
             assert_eq!(interner.small[key as usize].spilled, i > SMALL);
             for j in 0..i {
-                let kv = interner.kv(key, &format!("value-{j}")).unwrap();
+                let kv = interner.kv(key, &value(j)).unwrap();
                 assert_eq!(interner.kv_key(kv), key);
+                assert_eq!(interner.intern_kv(key, &value(j)), kv);
             }
-            assert_eq!(interner.kv(key, &format!("value-{i}")), None);
+            assert_eq!(interner.kv(key, &value(i)), None);
+            assert_eq!(interner.kv(key, &value(i + 1)), None);
         }
         assert_eq!(interner.key("key"), None);
     }
