@@ -250,11 +250,22 @@ impl Interner {
         self.kv_table.find(hash, same).map(|e| e.id)
     }
 
-    /// The key id and key=value id of a request's pair given as strings: `None` if the key is
-    /// unknown, `Some((key, None))` if no host has the value.
+    /// The key id and key=value id of the `position`-th pair a request sets, given as strings:
+    /// `None` if the key is unknown, `Some((key, None))` if no host has the value. Requests set
+    /// their keys in one order, usually that of the hosts' labels, which interned the keys in
+    /// that order: key id `position` is tried first, one comparison instead of a scan.
     #[inline]
-    pub(super) fn pair(&self, key: &str, value: &str) -> Option<(u32, Option<u32>)> {
-        let k = self.key(key)?;
+    pub(super) fn pair_at(
+        &self,
+        position: usize,
+        key: &str,
+        value: &str,
+    ) -> Option<(u32, Option<u32>)> {
+        let fp = Fingerprint::of(key);
+        let k = match self.few_keys.fps.get(position) {
+            Some(stored) if stored.same(&fp) && fp.is_whole() => position as u32,
+            _ => self.key_fp(&fp, key)?,
+        };
         Some((k, self.kv(k, value)))
     }
 
@@ -366,7 +377,10 @@ mod tests {
                 let expected = keys
                     .get(k)
                     .map(|&key| (key, kvs.get(&(k.clone(), v.clone())).copied()));
-                prop_assert_eq!(interner.pair(k, v), expected, "{:?}={:?}", k, v);
+                for position in 0..FEW_KEYS + 2 {
+                    let found = interner.pair_at(position, k, v);
+                    prop_assert_eq!(found, expected, "{:?}={:?} at {}", k, v, position);
+                }
             }
         }
     }

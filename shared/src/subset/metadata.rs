@@ -46,7 +46,7 @@ impl Metadata {
 
     #[inline]
     pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
-        match interner.pair(key, value) {
+        match interner.pair_at(self.len(), key, value) {
             None => self.foreign = true,
             Some((k, kv)) => self.set_ids(k, kv.unwrap_or(UNKNOWN_VALUE)),
         }
