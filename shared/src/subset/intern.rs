@@ -145,12 +145,6 @@ impl Interner {
         }
     }
 
-    /// The id of `key`, if interned.
-    #[inline]
-    pub(super) fn key(&self, key: &str) -> Option<u32> {
-        self.key_fp(&Fingerprint::of(key), key)
-    }
-
     #[inline]
     fn key_fp(&self, fp: &Fingerprint, key: &str) -> Option<u32> {
         match self.keys.len() <= FEW_KEYS && fp.is_whole() {
@@ -402,7 +396,8 @@ mod tests {
             }
         }
         for (i, &key) in keys.iter().enumerate() {
-            assert_eq!(interner.key(&format!("key{i}")), Some(key));
+            let name = format!("key{i}");
+            assert_eq!(interner.key_fp(&Fingerprint::of(&name), &name), Some(key));
             assert_eq!(interner.small[key as usize].spilled, i > SMALL);
             for j in 0..i {
                 let kv = interner.kv(key, &value(j)).unwrap();
@@ -412,6 +407,6 @@ mod tests {
             assert_eq!(interner.kv(key, &value(i)), None);
             assert_eq!(interner.kv(key, &value(i + 1)), None);
         }
-        assert_eq!(interner.key("key"), None);
+        assert_eq!(interner.key_fp(&Fingerprint::of("key"), "key"), None);
     }
 }
