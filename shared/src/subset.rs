@@ -344,7 +344,11 @@ impl SubsetLb {
     fn choose(&mut self, md: &Metadata, entropy: u64, exclude: Option<u32>) -> Option<Selection> {
         self.stats.selections += 1;
         let mut rng = Rng(entropy);
-        let chosen = self.with_fallbacks(md, &mut rng, exclude);
+        let fast = match exclude {
+            None => self.clean_hit(md, &mut rng),
+            Some(_) => None,
+        };
+        let chosen = fast.or_else(|| self.with_fallbacks(md, &mut rng, exclude));
         match &chosen {
             None => self.stats.no_host += 1,
             Some(s) => {
@@ -421,6 +425,7 @@ impl SubsetLb {
     }
 
     /// The table entry of the subset with value ids `kvs`.
+    #[inline]
     fn subset_entry(
         &self,
         kvs: impl Iterator<Item = u32> + Clone,

@@ -138,7 +138,10 @@ fn bytes_row(cfg: &Config, scenario: Scenario, n: usize) {
         sampler.batch("deserialize", 1, deserialized);
         sampler.batch("in-place", 1, in_place);
     }
-    let (old, new) = (median(&sampler, "deserialize"), median(&sampler, "in-place"));
+    let (old, new) = (
+        median(&sampler, "deserialize"),
+        median(&sampler, "in-place"),
+    );
     println!(
         "{:<7} {:>7} {:>9.0} {:>17} {:>9} {:>7.1}x",
         scenario.name(),

@@ -1,51 +1,65 @@
-//! Fingerprints of short strings: a label key or value becomes two words and a length that
-//! identify it exactly up to 16 bytes, so interning and request lookups compare a few integers
-//! inline instead of calling `memcmp` once per candidate (label strings are short: the
-//! comparisons were most of a lookup from raw header strings).
+//! Fingerprints of short strings: a label key or value becomes two words that identify it
+//! exactly up to 15 bytes, so interning and request lookups compare two integers inline
+//! instead of calling `memcmp` once per candidate (label strings are short: the comparisons
+//! were most of a lookup from raw header strings). Two words, not three: a candidate is then
+//! one `(a ^ b) | (c ^ d) == 0` test, cheap enough to test every candidate without branching.
 
 /// Strings up to this long are identified by their fingerprint alone.
-const WHOLE: usize = 16;
+const WHOLE: usize = 15;
 
-/// The first and last bytes of a string (overlapping when it is short) and its length.
+/// `head`: the first 8 bytes (zero-padded: exact below 8 bytes). `tail`: the length (capped at
+/// 255) in its low byte and, from 8 bytes on, the last 7 bytes above it, which with `head`
+/// cover every byte up to 15.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fingerprint {
     head: u64,
     tail: u64,
-    len: u64,
 }
 
 impl Fingerprint {
+    /// Matches no string's fingerprint (a zero length has a zero head): fills unused lanes.
+    pub const NONE: Fingerprint = Fingerprint { head: 1, tail: 0 };
+
     #[inline]
     pub fn of(s: &str) -> Fingerprint {
         let b = s.as_bytes();
         let n = b.len();
+        let len = n.min(255) as u64;
         let (head, tail) = match n {
-            8.. => (word(&b[..8]), word(&b[n - 8..])),
-            4..=7 => (half(&b[..4]), half(&b[n - 4..])),
+            8.. => (word(&b[..8]), word(&b[n - 8..]) & !0xff),
+            // Overlapping halves, each at its own offset: the bytes in place, zero-padded.
+            4..=7 => (half(&b[..4]) | half(&b[n - 4..]) << (8 * (n - 4)), 0),
             1..=3 => (
-                u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
+                u64::from(b[0])
+                    | u64::from(b[n / 2]) << (8 * (n / 2))
+                    | u64::from(b[n - 1]) << (8 * (n - 1)),
                 0,
             ),
             0 => (0, 0),
         };
         Fingerprint {
             head,
-            tail,
-            len: n as u64,
+            tail: tail | len,
         }
     }
 
     /// Whether the fingerprint alone tells the string apart from every other.
     #[inline]
     pub fn is_whole(&self) -> bool {
-        self.len as usize <= WHOLE
+        (self.tail & 0xff) as usize <= WHOLE
+    }
+
+    /// Equality as one branch-free test.
+    #[inline]
+    pub fn same(&self, other: &Fingerprint) -> bool {
+        (self.head ^ other.head) | (self.tail ^ other.tail) == 0
     }
 
     /// A hash for strings the fingerprint identifies; longer ones need a hash of every byte
     /// (they may share their first and last bytes).
     pub fn hash(&self, seed: u64) -> u64 {
         const K: u64 = 0x9e37_79b9_7f4a_7c15;
-        let h = (self.head ^ seed).wrapping_mul(K).rotate_left(29) ^ self.tail ^ self.len;
+        let h = (self.head ^ seed).wrapping_mul(K).rotate_left(29) ^ self.tail;
         let h = h.wrapping_mul(K);
         h ^ (h >> 32)
     }
@@ -65,6 +79,8 @@ fn half(b: &[u8]) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
 
     #[test]
@@ -88,14 +104,24 @@ mod tests {
             "abcdefgi",
             "abcdefghi",
             "bbcdefghi",
-            "abcdefghijklmnop",
-            "abcdefghijklmnoq",
-            "abcdefghXjklmnop",
+            "abcdefghijklmno",
+            "abcdefghijklmnq",
+            "abcdefghXjklmno",
+            "abcdefgXijklmno",
+            "aaaaaaaaa",
+            "aaaaaaaaaa",
+            "aaaaaaa\0",
+            "aaaaaaa",
+            "\0",
+            "\0\0",
         ];
         for a in words {
             for b in words {
                 let (fa, fb) = (Fingerprint::of(a), Fingerprint::of(b));
                 assert_eq!(fa == fb, a == b, "{a:?} {b:?}");
+                assert_eq!(fa.same(&fb), a == b, "{a:?} {b:?}");
+                assert!(fa.is_whole());
+                assert!(!fa.same(&Fingerprint::NONE));
             }
         }
     }
@@ -109,5 +135,39 @@ mod tests {
         let (fa, fb) = (Fingerprint::of(a), Fingerprint::of(b));
         assert_eq!(fa, fb);
         assert!(!fa.is_whole());
+        let sixteen = Fingerprint::of("abcdefgh-ijklmno");
+        assert_eq!(sixteen, Fingerprint::of("abcdefghXijklmno"));
+        assert!(!sixteen.is_whole());
+        // The length is capped in the fingerprint; the strings still differ.
+        let (long, longer) = ("x".repeat(300), "x".repeat(301));
+        assert!(!Fingerprint::of(&long).is_whole());
+        assert_eq!(Fingerprint::of(&long), Fingerprint::of(&longer));
+    }
+
+    #[test]
+    fn short_strings_differ_exhaustively() {
+        // Every string up to 3 bytes over a small alphabet, and their 4..=15-byte paddings.
+        let alphabet = ["", "a", "b", "\0"];
+        let mut words = std::vec::Vec::new();
+        for x in alphabet {
+            for y in alphabet {
+                for z in alphabet {
+                    let w = std::format!("{x}{y}{z}");
+                    for pad in [0, 4, 5, 12] {
+                        words.push(std::format!("{}{w}", "p".repeat(pad)));
+                        words.push(std::format!("{w}{}", "p".repeat(pad)));
+                    }
+                }
+            }
+        }
+        for a in &words {
+            for b in &words {
+                assert_eq!(
+                    Fingerprint::of(a).same(&Fingerprint::of(b)),
+                    a == b,
+                    "{a:?} {b:?}"
+                );
+            }
+        }
     }
 }

@@ -4,6 +4,9 @@
 //! Tables have few keys and, for most keys, few values (zones, versions): those are found by
 //! comparing [`Fingerprint`]s, a few integers inline, which beats hashing them (a general
 //! string hash costs more than the comparisons it saves) and calling `memcmp` per candidate.
+//! The candidates sit in fixed [`Lanes`], all tested without a branch: a request's values are
+//! unpredictable, and an early exit from the scan cost a mispredicted branch per pair (about
+//! half of a lookup from raw strings).
 //! A key with many values (one unique per host) switches to a hash table of its values. The
 //! strings live in one buffer (no allocation per interned string). Building interns the
 //! labels of every host in key order, so the key at each label position of the previous host
@@ -21,7 +24,65 @@ use super::fingerprint::Fingerprint;
 const SMALL: usize = 8;
 
 /// Most keys looked up by scanning; beyond, by the hash table.
-const FEW_KEYS: usize = 8;
+const FEW_KEYS: usize = SMALL;
+
+/// Up to [`SMALL`] fingerprints and their ids, in fixed lanes: unused lanes hold
+/// [`Fingerprint::NONE`], which matches nothing, so a lookup tests every lane.
+#[derive(Debug, Clone)]
+struct Lanes {
+    fps: [Fingerprint; SMALL],
+    /// Id plus one per lane (0 when unused): the scan's result starts at 0, for no match.
+    ids: [u32; SMALL],
+    len: u8,
+    /// The values went to the hash table (a key with many): the lanes are unused.
+    spilled: bool,
+}
+
+impl Default for Lanes {
+    fn default() -> Lanes {
+        Lanes {
+            fps: [Fingerprint::NONE; SMALL],
+            ids: [0; SMALL],
+            len: 0,
+            spilled: false,
+        }
+    }
+}
+
+impl Lanes {
+    /// The id of a whole fingerprint (at most one lane has it).
+    #[inline]
+    fn find(&self, fp: &Fingerprint) -> Option<u32> {
+        let used = usize::from(self.len);
+        let mut hit = 0;
+        // Up to `len`, not every lane: the count is the same for each lookup of a key, so its
+        // loop branch is predicted, and keys with one value or few test only those.
+        for (stored, &id) in self.fps[..used].iter().zip(&self.ids[..used]) {
+            hit = core::hint::select_unpredictable(stored.same(fp), id, hit);
+        }
+        hit.checked_sub(1)
+    }
+
+    /// The used lanes.
+    fn iter(&self) -> impl Iterator<Item = (&Fingerprint, u32)> {
+        let used = usize::from(self.len);
+        self.fps[..used]
+            .iter()
+            .zip(self.ids[..used].iter().map(|id| id - 1))
+    }
+
+    /// Adds an id; false if the lanes are full or spilled.
+    fn push(&mut self, fp: Fingerprint, id: u32) -> bool {
+        let at = usize::from(self.len);
+        if self.spilled || at == SMALL {
+            return false;
+        }
+        self.fps[at] = fp;
+        self.ids[at] = id + 1;
+        self.len += 1;
+        true
+    }
+}
 
 /// Where an interned string lies in the text buffer.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +93,16 @@ struct Span {
     key: u32,
 }
 
+/// A key=value of a key with many values (one per host, often), with what a lookup compares:
+/// a hit on a short value reads neither its span nor its text (two cache misses in a large
+/// table), and growing the table rehashes short values without reading them either.
+#[derive(Debug, Clone, Copy)]
+struct KvEntry {
+    fp: Fingerprint,
+    id: u32,
+    key: u32,
+}
+
 /// Interned label keys and key=value pairs.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
@@ -39,14 +110,15 @@ pub(super) struct Interner {
     /// Every interned key and value, back to back.
     text: String,
     keys: Vec<(Fingerprint, Span)>,
+    /// The first [`FEW_KEYS`] keys, by id.
+    few_keys: Lanes,
     key_table: HashTable<u32>,
-    /// Per key id: its key=value ids while it has at most [`SMALL`] values, else `None`.
-    small: Vec<Option<Vec<(Fingerprint, u32)>>>,
+    /// Per key id: its key=value ids while it has at most [`SMALL`] values, else spilled.
+    small: Vec<Lanes>,
     /// Per key=value id: its key and its value.
     kvs: Vec<Span>,
-    /// Key=value ids of the keys with many values, by key id and value, each with the high
-    /// half of its hash: growing the table rehashes from that, without reading the strings.
-    kv_table: HashTable<(u32, u32)>,
+    /// Key=value ids of the keys with many values, by key id and value.
+    kv_table: HashTable<KvEntry>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
 }
@@ -73,23 +145,22 @@ impl Interner {
         }
     }
 
-    /// The id of `key`, if interned.
-    pub(super) fn key(&self, key: &str) -> Option<u32> {
-        self.key_fp(&Fingerprint::of(key), key)
+    #[inline]
+    fn key_fp(&self, fp: &Fingerprint, key: &str) -> Option<u32> {
+        match self.keys.len() <= FEW_KEYS && fp.is_whole() {
+            true => self.few_keys.find(fp),
+            false => self.key_slow(fp, key),
+        }
     }
 
-    fn key_fp(&self, fp: &Fingerprint, key: &str) -> Option<u32> {
+    /// [`Interner::key_fp`] of a long key, or among many keys.
+    #[inline(never)]
+    fn key_slow(&self, fp: &Fingerprint, key: &str) -> Option<u32> {
         let same = |(stored, span): &(Fingerprint, Span)| {
             *stored == *fp && (fp.is_whole() || self.str(*span) == key)
         };
         if self.keys.len() <= FEW_KEYS {
-            // A plain loop: this runs per request pair, and is short enough to inline.
-            for (id, entry) in self.keys.iter().enumerate() {
-                if same(entry) {
-                    return Some(id as u32);
-                }
-            }
-            return None;
+            return self.keys.iter().position(same).map(|id| id as u32);
         }
         let hash = self.hash(u32::MAX, fp, key);
         let found = self
@@ -107,7 +178,8 @@ impl Interner {
         let id = self.keys.len() as u32;
         let span = self.push_str(key, 0);
         self.keys.push((fp, span));
-        self.small.push(Some(Vec::new()));
+        self.few_keys.push(fp, id);
+        self.small.push(Lanes::default());
         let hash = self.hash(u32::MAX, &fp, key);
         // Out of `self` while it grows: its rehash reads the keys.
         let mut table = core::mem::take(&mut self.key_table);
@@ -125,7 +197,7 @@ impl Interner {
         if let Some(&id) = self.recent.get(position) {
             let (stored, span) = &self.keys[id as usize];
             let fp = Fingerprint::of(key);
-            if *stored == fp && (fp.is_whole() || self.str(*span) == key) {
+            if stored.same(&fp) && (fp.is_whole() || self.str(*span) == key) {
                 return id;
             }
         }
@@ -139,32 +211,55 @@ impl Interner {
     }
 
     /// The id of `key`=`value`, if interned.
+    #[inline]
     pub(super) fn kv(&self, key: u32, value: &str) -> Option<u32> {
         self.kv_fp(key, &Fingerprint::of(value), value)
     }
 
+    #[inline]
     fn kv_fp(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
-        if let Some(Some(small)) = self.small.get(key as usize) {
-            for &(stored, id) in small {
-                if stored == *fp && (fp.is_whole() || self.str(self.kvs[id as usize]) == value) {
-                    return Some(id);
-                }
-            }
-            return None;
+        match self.small.get(key as usize) {
+            Some(small) if !small.spilled && fp.is_whole() => small.find(fp),
+            _ => self.kv_slow(key, fp, value),
         }
-        let h = half(self.hash(key, fp, value));
-        self.kv_table
-            .find(spread(h), |&(id, stored)| {
-                let span = self.kvs[id as usize];
-                stored == h && span.key == key && self.str(span) == value
-            })
-            .map(|&(id, _)| id)
     }
 
-    /// The key id and key=value id of a request's pair given as strings: `None` if the key is
-    /// unknown, `Some((key, None))` if no host has the value.
-    pub(super) fn pair(&self, key: &str, value: &str) -> Option<(u32, Option<u32>)> {
-        let k = self.key(key)?;
+    /// [`Interner::kv_fp`] of a long value, or of a key with many values.
+    #[inline(never)]
+    fn kv_slow(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
+        if let Some(small) = self.small.get(key as usize)
+            && !small.spilled
+        {
+            let same = |(stored, id): &(&Fingerprint, u32)| {
+                **stored == *fp && self.str(self.kvs[*id as usize]) == value
+            };
+            return small.iter().find(same).map(|(_, id)| id);
+        }
+        let same = |e: &KvEntry| {
+            e.key == key
+                && e.fp.same(fp)
+                && (fp.is_whole() || self.str(self.kvs[e.id as usize]) == value)
+        };
+        let hash = self.hash(key, fp, value);
+        self.kv_table.find(hash, same).map(|e| e.id)
+    }
+
+    /// The key id and key=value id of the `position`-th pair a request sets, given as strings:
+    /// `None` if the key is unknown, `Some((key, None))` if no host has the value. Requests set
+    /// their keys in one order, usually that of the hosts' labels, which interned the keys in
+    /// that order: key id `position` is tried first, one comparison instead of a scan.
+    #[inline]
+    pub(super) fn pair_at(
+        &self,
+        position: usize,
+        key: &str,
+        value: &str,
+    ) -> Option<(u32, Option<u32>)> {
+        let fp = Fingerprint::of(key);
+        let k = match self.few_keys.fps.get(position) {
+            Some(stored) if stored.same(&fp) && fp.is_whole() => position as u32,
+            _ => self.key_fp(&fp, key)?,
+        };
         Some((k, self.kv(k, value)))
     }
 
@@ -177,29 +272,40 @@ impl Interner {
         let id = self.kvs.len() as u32;
         let span = self.push_str(value, key);
         self.kvs.push(span);
-        let slot = &mut self.small[key as usize];
-        match slot {
-            Some(small) if small.len() < SMALL => small.push((fp, id)),
-            Some(small) => {
-                let moved = core::mem::take(small);
-                *slot = None;
-                moved
-                    .into_iter()
-                    .map(|(_, id)| id)
-                    .chain([id])
-                    .for_each(|id| self.insert_kv(id));
-            }
-            None => self.insert_kv(id),
+        let small = &mut self.small[key as usize];
+        if small.push(fp, id) {
+            return id;
         }
+        if !small.spilled {
+            let moved = core::mem::take(small);
+            self.small[key as usize].spilled = true;
+            moved
+                .iter()
+                .map(|(_, id)| id)
+                .for_each(|id| self.insert_kv(id));
+        }
+        self.insert_kv(id);
         id
     }
 
     fn insert_kv(&mut self, id: u32) {
         let span = self.kvs[id as usize];
         let value = self.str(span);
-        let h = half(self.hash(span.key, &Fingerprint::of(value), value));
-        self.kv_table
-            .insert_unique(spread(h), (id, h), |&(_, h)| spread(h));
+        let fp = Fingerprint::of(value);
+        let hash = self.hash(span.key, &fp, value);
+        let entry = KvEntry {
+            fp,
+            id,
+            key: span.key,
+        };
+        // Out of `self` while it grows: rehashing a long value reads its text.
+        let mut table = core::mem::take(&mut self.kv_table);
+        let this = &*self;
+        table.insert_unique(hash, entry, |e| match e.fp.is_whole() {
+            true => e.fp.hash(u64::from(e.key)),
+            false => this.hash(e.key, &e.fp, this.str(this.kvs[e.id as usize])),
+        });
+        self.kv_table = table;
     }
 
     /// The key of a key=value id.
@@ -214,29 +320,93 @@ impl Interner {
 
     /// Heap bytes held, for the memory figures.
     pub(super) fn heap_bytes(&self) -> usize {
-        let small: usize = self
-            .small
-            .iter()
-            .flatten()
-            .map(|s| s.capacity() * size_of::<(Fingerprint, u32)>())
-            .sum();
         self.text.capacity()
-            + small
             + self.keys.capacity() * size_of::<(Fingerprint, Span)>()
-            + self.small.capacity() * size_of::<Option<Vec<(Fingerprint, u32)>>>()
+            + self.small.capacity() * size_of::<Lanes>()
             + self.kvs.capacity() * size_of::<Span>()
             + self.key_table.capacity() * 5
-            + self.kv_table.capacity() * 9
+            + self.kv_table.capacity() * (size_of::<KvEntry>() + 1)
             + self.recent.capacity() * 4
     }
 }
 
-fn half(hash: u64) -> u32 {
-    (hash >> 32) as u32
-}
+#[cfg(test)]
+mod tests {
+    extern crate std;
 
-/// A table hash from a stored half: the multiply carries its bits up to the tag bits hashbrown
-/// reads from the top.
-fn spread(half: u32) -> u64 {
-    u64::from(half).wrapping_mul(0x9e37_79b9_7f4a_7c15)
+    use std::collections::HashMap;
+    use std::format;
+    use std::string::String;
+    use std::vec::Vec;
+
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Strings that share fingerprints (longer than 15 bytes, same ends) or are near misses.
+    fn word() -> impl Strategy<Value = String> {
+        let short = prop::sample::select(&["", "a", "b", "ab", "zone", "zone1", "v1.0.0"][..]);
+        let long = (0..4u8).prop_map(|i| format!("0123456789-abcdef-{i}-0123456789"));
+        prop_oneof![short.prop_map(String::from), long, "[a-c]{0,17}"]
+    }
+
+    proptest! {
+        /// Lookups give the ids interning gave, across the scanned and hashed paths: keys past
+        /// [`FEW_KEYS`], values past [`SMALL`], long strings sharing their fingerprints.
+        #[test]
+        fn lookups_agree_with_a_map(
+            pairs in prop::collection::vec((word(), word()), 0..60),
+            probes in prop::collection::vec((word(), word()), 0..40),
+        ) {
+            let mut interner = Interner::default();
+            let (mut keys, mut kvs) = (HashMap::new(), HashMap::new());
+            for (k, v) in &pairs {
+                let key = interner.intern_key(k);
+                prop_assert_eq!(*keys.entry(k.clone()).or_insert(key), key);
+                let kv = interner.intern_kv(key, v);
+                prop_assert_eq!(*kvs.entry((k.clone(), v.clone())).or_insert(kv), kv);
+                prop_assert_eq!(interner.kv_key(kv), key);
+            }
+            for (k, v) in pairs.iter().chain(&probes) {
+                let expected = keys
+                    .get(k)
+                    .map(|&key| (key, kvs.get(&(k.clone(), v.clone())).copied()));
+                for position in 0..FEW_KEYS + 2 {
+                    let found = interner.pair_at(position, k, v);
+                    prop_assert_eq!(found, expected, "{:?}={:?} at {}", k, v, position);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn many_keys_and_values_spill_to_the_tables() {
+        let mut interner = Interner::default();
+        let keys: Vec<u32> = (0..3 * FEW_KEYS)
+            .map(|i| interner.intern_key(&format!("key{i}")))
+            .collect();
+        // Long values of one fingerprint (same first 8 and last 7 bytes) beside short ones.
+        let value = |j: usize| match j % 2 {
+            0 => format!("value-{j}"),
+            _ => format!("01234567-{j:03}-abcdefg"),
+        };
+        for (i, &key) in keys.iter().enumerate() {
+            for j in 0..i {
+                interner.intern_kv(key, &value(j));
+            }
+        }
+        for (i, &key) in keys.iter().enumerate() {
+            let name = format!("key{i}");
+            assert_eq!(interner.key_fp(&Fingerprint::of(&name), &name), Some(key));
+            assert_eq!(interner.small[key as usize].spilled, i > SMALL);
+            for j in 0..i {
+                let kv = interner.kv(key, &value(j)).unwrap();
+                assert_eq!(interner.kv_key(kv), key);
+                assert_eq!(interner.intern_kv(key, &value(j)), kv);
+            }
+            assert_eq!(interner.kv(key, &value(i)), None);
+            assert_eq!(interner.kv(key, &value(i + 1)), None);
+        }
+        assert_eq!(interner.key_fp(&Fingerprint::of("key"), "key"), None);
+    }
 }

@@ -8,7 +8,7 @@
 //! the key alone decides; beyond, ids are truncated to their lanes and the caller also compares
 //! the subset's ids.
 
-use super::metadata::UNKNOWN_VALUE;
+use super::metadata::{METADATA_CAPACITY, UNKNOWN_VALUE};
 
 /// An entry of the subset table.
 #[derive(Debug, Clone, Copy)]
@@ -22,8 +22,22 @@ pub(super) struct Entry {
 
 const LANES: u32 = 60;
 
+/// `LANES / len` (0 counts as 1) by table: a division per lookup cost more than the probe.
+const LANE: [u32; METADATA_CAPACITY + 1] = {
+    let mut lanes = [LANES; METADATA_CAPACITY + 1];
+    let mut len = 2;
+    while len <= METADATA_CAPACITY {
+        lanes[len] = LANES / len as u32;
+        len += 1;
+    }
+    lanes
+};
+
 fn lane(len: usize) -> u32 {
-    LANES / len.max(1) as u32
+    match LANE.get(len) {
+        Some(&lane) => lane,
+        None => LANES / len as u32,
+    }
 }
 
 /// The key of the value ids `kvs` (`len` of them); `None` if one is unknown to every host.
@@ -80,6 +94,9 @@ mod tests {
         assert!(!is_exact(4, 1 << 15));
         assert!(is_exact(2, (1 << 30) - 1));
         assert!(is_exact(1, u32::MAX as usize));
+        for len in 0..=2 * METADATA_CAPACITY {
+            assert_eq!(lane(len), LANES / len.max(1) as u32, "{len}");
+        }
         assert_eq!(pack([3, UNKNOWN_VALUE].into_iter(), 2), None);
     }
 }

@@ -13,6 +13,26 @@ enum Target {
 }
 
 impl SubsetLb {
+    /// The usual lookup, as `iteration` takes it, without its branches and calls:
+    /// the request names a subset whose set picks without reading a slot. `None`, with nothing
+    /// changed, for every other case (the general path then does it all again).
+    #[inline]
+    pub(super) fn clean_hit(&mut self, md: &Metadata, rng: &mut Rng) -> Option<super::Selection> {
+        if self.options.allow_redundant_keys || md.is_empty() {
+            return None;
+        }
+        let set = self.find_subset(md)?;
+        let (slots, policy) = (self.slots.len(), self.options.child.policy);
+        let slot = self.sets[set as usize].pick_fast(slots, policy, rng)?;
+        self.stats.subset_hits += 1;
+        Some(super::Selection {
+            host: self.id(slot),
+            fallback: Fallback::None,
+            metadata_fallback: None,
+            panic: false,
+        })
+    }
+
     /// The request's own metadata, then each metadata fallback merged over it.
     pub(super) fn with_fallbacks(
         &mut self,
@@ -120,6 +140,7 @@ impl SubsetLb {
 
     /// The set of the subset `md` names exactly: value ids imply their keys, so one probe on
     /// them finds it, without looking for the selector first.
+    #[inline]
     pub(super) fn find_subset(&self, md: &Metadata) -> Option<u32> {
         if md.has_foreign_key() {
             return None;

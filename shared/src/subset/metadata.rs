@@ -44,8 +44,9 @@ impl Metadata {
         &self.pairs[..self.len()]
     }
 
+    #[inline]
     pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
-        match interner.pair(key, value) {
+        match interner.pair_at(self.len(), key, value) {
             None => self.foreign = true,
             Some((k, kv)) => self.set_ids(k, kv.unwrap_or(UNKNOWN_VALUE)),
         }

@@ -203,8 +203,19 @@ impl PickSet {
         Some(Pick { slot, panic })
     }
 
+    /// [`PickSet::pick`] without `exclude` when it would take [`PickSet::pick_clean`], else
+    /// `None` with nothing changed: the lookup's fast path, which the general pick redoes.
+    #[inline]
+    pub fn pick_fast(&mut self, slot_count: usize, policy: LbPolicy, rng: &mut Rng) -> Option<u32> {
+        if self.live == 0 || self.single {
+            return None;
+        }
+        self.pick_clean(slot_count, policy, rng)
+    }
+
     /// Picks without reading the slots when every member is live and healthy (no tombstone,
     /// no panic, any member eligible), as the general pick would; `None` to take that one.
+    #[inline]
     fn pick_clean(&mut self, slot_count: usize, policy: LbPolicy, rng: &mut Rng) -> Option<u32> {
         let n = match self.all {
             true => slot_count,

@@ -353,6 +353,35 @@ proptest! {
         build_and_update(parts, &config, &requests, ops, true);
     }
 
+    /// The lookup's fast path picks what the general path picks, and when it declines it
+    /// leaves the index as it found it (the general path then picks as if it never ran).
+    #[test]
+    fn fast_path_picks_as_the_general_path(
+        parts in prop::collection::vec(host_parts(), 0..60),
+        config in config(),
+        requests in prop::collection::vec(pairs(4), 1..12),
+        ops in prop::collection::vec(op(), 0..12),
+    ) {
+        let hosts: Vec<Host> = parts.into_iter().enumerate().map(|(i, p)| host(i, p)).collect();
+        let table = HostTable { version: 1, hosts: hosts.clone(), subset: config };
+        let (mut fast, mut general) = (SubsetLb::build(&table).unwrap(), SubsetLb::build(&table).unwrap());
+        let (mut fast_hosts, mut general_hosts) = (hosts.clone(), hosts);
+        let (mut fast_next, mut general_next) = (fast_hosts.len(), general_hosts.len());
+        for op in ops {
+            apply(&mut fast, &mut fast_hosts, &mut fast_next, op.clone());
+            apply(&mut general, &mut general_hosts, &mut general_next, op);
+        }
+        for (n, request) in requests.iter().cycle().take(3 * requests.len()).enumerate() {
+            let md = metadata(&fast, request);
+            let entropy = (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            let expected = general.with_fallbacks(&md, &mut Rng(entropy), None);
+            let hit = fast.clean_hit(&md, &mut Rng(entropy));
+            let chosen = hit.or_else(|| fast.with_fallbacks(&md, &mut Rng(entropy), None));
+            prop_assert_eq!(chosen, expected, "request {:?}", request);
+            prop_assert_eq!(fast.stats(), general.stats());
+        }
+    }
+
     #[test]
     fn every_host_is_picked_from_its_subset(n in 1usize..40, seed in any::<u64>()) {
         let hosts: Vec<Host> = (0..n).map(|i| host(i, (BTreeMap::from([("a".into(), (i % 3).to_string())]), true, 1))).collect();
