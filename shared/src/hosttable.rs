@@ -155,6 +155,8 @@ impl<'a> Aligned<'a> {
 pub(crate) fn deserialize_config(
     config: &ArchivedSubsetConfig,
 ) -> Result<SubsetConfig, HostTableError> {
+    // Deserializing inserts entry by entry: a repeated key would silently keep its last value.
+    validate::archived_config_order(config)?;
     rkyv::deserialize::<SubsetConfig, rkyv::rancor::Failure>(config)
         .map_err(|_| HostTableError::Malformed)
 }
@@ -183,9 +185,10 @@ impl HostTable {
     pub fn decode(bytes: &[u8]) -> Result<HostTable, HostTableError> {
         let aligned = Aligned::new(bytes);
         let archived = aligned.access()?;
-        // The archived hosts, so that labels a `BTreeMap` would silently sort or merge are
-        // refused here as the in-place build refuses them.
+        // The archived hosts and maps, so that keys a `BTreeMap` would silently sort or merge
+        // are refused here as the in-place build refuses them.
         validate::hosts(&archived.hosts[..])?;
+        validate::archived_config_order(&archived.subset)?;
         let table = rkyv::deserialize::<HostTable, rkyv::rancor::Failure>(archived)
             .map_err(|_| HostTableError::Malformed)?;
         validate::config(&table.subset)?;

@@ -162,6 +162,14 @@ pub enum HostTableError {
         /// Position of the host, from 0.
         index: usize,
     },
+    /// An archived configuration map (`default_subset`, a metadata fallback) is not strictly
+    /// ascending by key: a key repeats, or the archive was not made by
+    /// [`HostTable::encode`](crate::HostTable::encode).
+    #[error("{place}: keys repeated or out of order")]
+    EntriesOutOfOrder {
+        /// Which map.
+        place: String,
+    },
     /// The panic threshold is above 100 percent.
     #[error("panic_threshold {0} above 100 (percent)")]
     PanicThreshold(u8),

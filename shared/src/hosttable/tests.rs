@@ -307,28 +307,47 @@ fn same_verdict(bytes: &[u8]) -> Result<Result<HostTable, HostTableError>, TestC
     Ok(table)
 }
 
-/// The labels of an archive not made by `encode` (patched: its inline key strings edited) are
-/// refused rather than sorted or merged on the way in.
+/// The maps of an archive not made by `encode` (patched: the inline key `z` of its only
+/// occurrence replaced) are refused rather than sorted or merged on the way in, by both
+/// decoders: out of order (`ka`) and repeated (`kq`).
+fn patched_maps_refused(table: &HostTable, z: &[u8; 3], expected: HostTableError) {
+    let bytes = table.encode().unwrap();
+    let found: Vec<usize> = (0..bytes.len() - 2)
+        .filter(|&i| &bytes[i..i + 3] == z)
+        .collect();
+    assert_eq!(found.len(), 1, "{z:?} occurs once");
+    for patch in [b"ka", b"kq"] {
+        let mut patched = bytes.clone();
+        patched[found[0]..found[0] + 2].copy_from_slice(patch);
+        assert_eq!(same_verdict(&patched).unwrap(), Err(expected.clone()));
+    }
+}
+
 #[test]
-fn labels_out_of_order_or_repeated_are_refused() {
-    let table = HostTable {
+fn maps_out_of_order_or_repeated_are_refused() {
+    let labels = BTreeMap::from([("kq9".into(), "1".into()), ("kz9".into(), "2".into())]);
+    let mut table = HostTable {
         version: 1,
-        hosts: vec![
-            Host::new("http://10.0.0.1")
-                .with_label("kq", "1")
-                .with_label("kz", "2"),
-        ],
+        hosts: vec![Host {
+            labels: labels.clone(),
+            ..Host::new("http://10.0.0.1")
+        }],
         subset: SubsetConfig::default(),
     };
-    let bytes = table.encode().unwrap();
-    let at = bytes.windows(2).position(|w| w == b"kz").unwrap();
-    assert_eq!(bytes.windows(2).filter(|w| *w == b"kz").count(), 1);
-    for patch in [b"kq", b"ka"] {
-        let mut patched = bytes.clone();
-        patched[at..at + 2].copy_from_slice(patch);
-        let expected = HostTableError::LabelsOutOfOrder { index: 0 };
-        assert_eq!(same_verdict(&patched).unwrap(), Err(expected));
-    }
+    patched_maps_refused(
+        &table,
+        b"kz9",
+        HostTableError::LabelsOutOfOrder { index: 0 },
+    );
+    table.hosts[0].labels.clear();
+    table.subset.default_subset = labels.clone();
+    let place = "default_subset".into();
+    patched_maps_refused(&table, b"kz9", HostTableError::EntriesOutOfOrder { place });
+    table.subset.default_subset.clear();
+    table.subset.metadata_fallbacks = vec![BTreeMap::new(), labels];
+    table.subset.metadata_fallbacks[0].insert("a".into(), "b".into());
+    let place = "metadata_fallbacks 1".into();
+    patched_maps_refused(&table, b"kz9", HostTableError::EntriesOutOfOrder { place });
 }
 
 #[test]

@@ -1,10 +1,12 @@
-//! The rules of [`HostTable::validate`](crate::HostTable::validate).
+//! The rules of [`HostTable::validate`](crate::HostTable::validate), and of archived tables:
+//! there, maps must also be strictly ascending by key, as a `BTreeMap` is.
 
 use alloc::{collections::BTreeMap, format, string::String};
 use core::ops::ControlFlow;
 
 use hashbrown::HashMap;
 
+use super::config::ArchivedSubsetConfig;
 use super::error::shown;
 use super::view::HostView;
 use super::{HostTable, HostTableError, SelectorFallback, SubsetConfig, SubsetSelector};
@@ -108,6 +110,30 @@ impl PreviousKey {
         self.len = Some(key.len());
         after
     }
+}
+
+/// Checks that the maps of an archived configuration are strictly ascending by key.
+pub(crate) fn archived_config_order(config: &ArchivedSubsetConfig) -> Result<(), HostTableError> {
+    let out_of_order = |place: String| HostTableError::EntriesOutOfOrder { place };
+    if !ascending(config.default_subset.keys().map(|k| k.as_str())) {
+        return Err(out_of_order("default_subset".into()));
+    }
+    for (index, fallback) in config.metadata_fallbacks.iter().enumerate() {
+        if !ascending(fallback.keys().map(|k| k.as_str())) {
+            return Err(out_of_order(format!("metadata_fallbacks {index}")));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `keys` are strictly ascending.
+fn ascending<'a>(keys: impl Iterator<Item = &'a str>) -> bool {
+    let mut last: Option<&str> = None;
+    keys.into_iter().all(|k| {
+        let ok = last.is_none_or(|l| after(k.as_bytes(), l.as_bytes()));
+        last = Some(k);
+        ok
+    })
 }
 
 /// Whether `a` sorts strictly after `b`, as `a > b` does, by a byte loop: label keys are a few

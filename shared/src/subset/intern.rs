@@ -26,8 +26,9 @@ const SMALL: usize = 8;
 /// Most keys looked up by scanning; beyond, by the hash table.
 const FEW_KEYS: usize = SMALL;
 
-/// Up to [`SMALL`] fingerprints and their ids, in fixed lanes: unused lanes hold
-/// [`Fingerprint::NONE`], which matches nothing, so a lookup tests every lane.
+/// Up to [`SMALL`] fingerprints and their ids, in fixed lanes (unused ones hold
+/// [`Fingerprint::NONE`], which matches nothing); a lookup tests every used lane, without an
+/// early exit.
 #[derive(Debug, Clone)]
 struct Lanes {
     fps: [Fingerprint; SMALL],

@@ -14,9 +14,9 @@ use super::Source;
 use crate::failure::Failure;
 
 struct Live {
-    /// Built from the daemon's bytes in place ([`SubsetLb::decode`]); the origin of a host is
-    /// parsed when it is picked (a table change at 100k hosts would otherwise parse and copy
-    /// 100k addresses for the few the isolate forwards to).
+    /// Built from the daemon's bytes in place ([`SubsetLb::decode`]), or from the JSON var's
+    /// table; the origin of a host is parsed when it is picked (a table change at 100k hosts
+    /// would otherwise parse and copy 100k addresses for the few the isolate forwards to).
     lb: SubsetLb,
     /// ETag of the daemon's answer this was built from.
     etag: Option<String>,
