@@ -266,13 +266,7 @@ impl SubsetLb {
     /// The checks run inside the build's own pass over the hosts, so a table already
     /// validated costs little to check again.
     pub fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        build::build(
-            table.version,
-            &table.hosts,
-            &table.subset,
-            build::Checks::All,
-        )
-        .map_err(|()| refusal(&table.hosts, &table.subset))
+        SubsetLb::from_table(table, build::Checks::All)
     }
 
     /// [`SubsetLb::build`] for a table that already passed [`HostTable::validate`] (as
@@ -281,7 +275,10 @@ impl SubsetLb {
     /// the configuration) is still checked, so a table that skipped validation still gets a
     /// sound index, only with whatever addresses and labels it has.
     pub fn build_validated(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        let checks = build::Checks::IndexOnly;
+        SubsetLb::from_table(table, build::Checks::IndexOnly)
+    }
+
+    fn from_table(table: &HostTable, checks: build::Checks) -> Result<SubsetLb, SubsetError> {
         build::build(table.version, &table.hosts, &table.subset, checks)
             .map_err(|()| refusal(&table.hosts, &table.subset))
     }

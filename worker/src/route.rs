@@ -3,8 +3,9 @@
 //! The table comes from a wrangler var (`HOST_TABLE`, JSON) or from the daemon
 //! (`HOST_TABLE = "daemon"`: `GET /v1/hosts`, revalidated with its ETag at most every
 //! `HOST_TABLE_REFRESH_MS`). Each isolate keeps one subset load balancer (the daemon's table
-//! is read from its bytes in place) and replaces it only when the table's version changes. A table that cannot be fetched, decoded or built is logged
-//! and the current one keeps serving; only an isolate that never had a table answers 503.
+//! is read from its bytes in place) and replaces it only when the table's version changes. A
+//! table that cannot be fetched, decoded or built is logged and the current one keeps serving;
+//! only an isolate that never had a table answers 503.
 //!
 //! Request attributes listed in `ROUTE_ATTRIBUTES` become the subset metadata.
 
