@@ -90,6 +90,7 @@ mod metadata;
 mod pickset;
 mod records;
 mod slot;
+mod subsets;
 mod update;
 
 #[cfg(test)]
@@ -110,6 +111,7 @@ use intern::Interner;
 use pickset::{Child, PickSet, Rng};
 use records::Records;
 use slot::Slot;
+use subsets::Subsets;
 
 /// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
 /// updates never names a newer host that reused the slot.
@@ -184,44 +186,6 @@ struct Selector {
     single: bool,
 }
 
-/// One subset: a selector's keys with one value each.
-#[derive(Debug)]
-struct Subset {
-    selector: u8,
-    /// Value ids, in the order of the selector's keys.
-    kvs: Ids,
-    /// Index into `SubsetLb::sets`.
-    set: u32,
-}
-
-/// A subset's value ids, inline: a selector has at most [`METADATA_CAPACITY`] keys, and a
-/// table with a key unique per host has a subset per host (an allocation each would cost more
-/// than the rest of its build).
-#[derive(Debug, Clone, Copy)]
-struct Ids {
-    len: u8,
-    ids: [u32; METADATA_CAPACITY],
-}
-
-impl Ids {
-    fn new(kvs: &[u32]) -> Ids {
-        let mut ids = [0; METADATA_CAPACITY];
-        ids[..kvs.len()].copy_from_slice(kvs);
-        Ids {
-            len: kvs.len() as u8,
-            ids,
-        }
-    }
-}
-
-impl core::ops::Deref for Ids {
-    type Target = [u32];
-
-    fn deref(&self) -> &[u32] {
-        &self.ids[..usize::from(self.len)]
-    }
-}
-
 /// Options copied out of the configuration.
 #[derive(Debug, Clone, Copy)]
 struct Options {
@@ -242,8 +206,7 @@ pub struct SubsetLb {
     selectors: Vec<Selector>,
     /// Selector index by its key ids.
     selector_table: HashTable<u8>,
-    subsets: Vec<Option<Subset>>,
-    free_subsets: Vec<u32>,
+    subsets: Subsets,
     /// Subsets (and their sets) by [`key`] of their value ids.
     subset_table: HashTable<key::Entry>,
     sets: Vec<PickSet>,
@@ -416,7 +379,7 @@ impl SubsetLb {
         self.interner.heap_bytes()
             + sets
             + self.sets.capacity() * size_of::<PickSet>()
-            + self.subsets.capacity() * size_of::<Option<Subset>>()
+            + self.subsets.heap_bytes()
             + self.subset_table.capacity() * (size_of::<key::Entry>() + 1)
             + self.default.as_ref().map_or(0, |(_, set)| set.heap_bytes())
     }
@@ -434,9 +397,8 @@ impl SubsetLb {
         let same = |e: &key::Entry| {
             e.key == key
                 && (exact
-                    || subsets[e.subset as usize]
-                        .as_ref()
-                        .is_some_and(|s| s.kvs.iter().copied().eq(kvs.clone())))
+                    || subsets.get(e.subset).is_some()
+                        && subsets.kvs(e.subset).iter().copied().eq(kvs.clone()))
         };
         self.subset_table.find(key::hash(key), same)
     }

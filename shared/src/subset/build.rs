@@ -9,10 +9,11 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use super::intern::Interner;
-use super::pickset::{Child, PickSet};
+use super::pickset::{Child, PickSet, SetRef};
 use super::records::Records;
 use super::slot::Slot;
-use super::{Ids, Metadata, Options, Selector, Subset, SubsetLb, SubsetStats, key, keys_hash};
+use super::subsets::Subsets;
+use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, key, keys_hash};
 use crate::hosttable::{HostView, MAX_HOSTS, validate_config, validate_host};
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
@@ -72,13 +73,15 @@ pub(super) fn build<H: HostView>(
         trie: &trie,
         path: Vec::new(),
         dedup: HashTable::new(),
-        singletons: Vec::new(),
         uniform: uniform(hosts),
     };
     for &root in &trie.roots {
         walk.node(root, None, Made::default());
     }
     lb.build_default(&index);
+    // The buffers grew by doubling; a table is built once and kept.
+    lb.sets.shrink_to_fit();
+    lb.interner.shrink_to_fit();
     Ok(lb)
 }
 
@@ -101,8 +104,7 @@ impl SubsetLb {
             interner: Interner::default(),
             selectors: Vec::new(),
             selector_table: HashTable::new(),
-            subsets: Vec::new(),
-            free_subsets: Vec::new(),
+            subsets: Subsets::default(),
             subset_table: HashTable::new(),
             sets: Vec::new(),
             free_sets: Vec::new(),
@@ -118,6 +120,8 @@ impl SubsetLb {
         for selector in &config.selectors {
             lb.push_selector(selector);
         }
+        let stride = lb.selectors.iter().map(|s| s.keys.len()).max();
+        lb.subsets = Subsets::new(stride.unwrap_or(0));
         if !config.default_subset.is_empty() {
             let mut kvs = lb.intern_pairs(&config.default_subset);
             kvs.sort_unstable();
@@ -234,8 +238,8 @@ impl SubsetLb {
         };
         let total: usize = self.selectors.iter().map(per_selector).sum();
         let n = total.min(hosts);
+        // Not the sets: subsets of one host have none.
         self.subsets.reserve_exact(n);
-        self.sets.reserve_exact(n);
         self.subset_table.reserve(n, |e| key::hash(e.key));
     }
 
@@ -255,22 +259,8 @@ impl SubsetLb {
     }
 
     /// Adds a new subset over `set`; returns its index.
-    pub(super) fn push_subset(&mut self, selector: u8, kvs: &[u32], set: u32) -> u32 {
-        let subset = Subset {
-            selector,
-            kvs: Ids::new(kvs),
-            set,
-        };
-        let i = match self.free_subsets.pop() {
-            Some(i) => {
-                self.subsets[i as usize] = Some(subset);
-                i
-            }
-            None => {
-                self.subsets.push(Some(subset));
-                (self.subsets.len() - 1) as u32
-            }
-        };
+    pub(super) fn push_subset(&mut self, selector: u8, kvs: &[u32], set: SetRef) -> u32 {
+        let i = self.subsets.push(selector, kvs, set);
         let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
             unreachable!("subsets hold interned values only")
         };
@@ -430,6 +420,19 @@ impl Cand<'_> {
         }
     }
 
+    /// The lowest slot of a set that is not empty.
+    fn first(&self) -> u32 {
+        let first = match self {
+            Cand::Bits(b) => b
+                .iter()
+                .enumerate()
+                .find(|(_, w)| **w != 0)
+                .map(|(i, w)| (i * 64) as u32 + w.trailing_zeros()),
+            Cand::List(l) => l.first().copied(),
+        };
+        first.unwrap_or_default()
+    }
+
     fn to_vec(&self) -> Vec<u32> {
         match self {
             Cand::Bits(b) => {
@@ -513,8 +516,6 @@ struct Walk<'w> {
     path: Vec<u32>,
     /// Sets made so far, by members, so identical subsets share one.
     dedup: HashTable<u32>,
-    /// Per slot, the last set made of that slot alone (`u32::MAX`: none); empty until needed.
-    singletons: Vec<u32>,
     /// The weight of every host, if all are healthy and weigh the same.
     uniform: Option<u32>,
 }
@@ -524,7 +525,7 @@ struct Walk<'w> {
 #[derive(Debug, Clone, Copy, Default)]
 struct Made {
     len: usize,
-    sets: [Option<u32>; 2],
+    sets: [Option<SetRef>; 2],
 }
 
 impl<'w> Walk<'w> {
@@ -563,17 +564,14 @@ impl<'w> Walk<'w> {
             self.lb.stats.single_host_collisions += made.len as u64 - 1;
         }
         let set = match made.sets[usize::from(single)] {
-            Some(s) => {
-                self.lb.sets[s as usize].refs += 1;
-                s
-            }
-            None => {
-                let members = cand.to_vec();
-                match members.len() {
-                    1 => self.shared_singleton(members, single),
-                    _ => self.shared_set(members, single),
+            Some(set) => {
+                if let Some(s) = set.as_set() {
+                    self.lb.sets[s as usize].refs += 1;
                 }
+                set
             }
+            None if made.len == 1 => SetRef::one(cand.first()),
+            None => SetRef::set(self.shared_set(cand.to_vec(), single)),
         };
         made.sets[usize::from(single)] = Some(set);
         let path = core::mem::take(&mut self.path);
@@ -600,25 +598,6 @@ impl<'w> Walk<'w> {
             let set = &sets[s as usize];
             sample_hash(state, set.single, &set.members)
         });
-        s
-    }
-
-    /// [`Walk::shared_set`] for one member, by an array (keys unique per host make a subset
-    /// per host, where a hash table of sets would cost more than the rest of the build).
-    fn shared_singleton(&mut self, members: Vec<u32>, single: bool) -> u32 {
-        let member = members[0];
-        if self.singletons.is_empty() {
-            self.singletons = vec![u32::MAX; self.lb.slots.len()];
-        }
-        let known = self.singletons[member as usize];
-        if let Some(set) = self.lb.sets.get_mut(known as usize)
-            && set.single == single
-        {
-            set.refs += 1;
-            return known;
-        }
-        let s = self.new_set(members, single);
-        self.singletons[member as usize] = s;
         s
     }
 

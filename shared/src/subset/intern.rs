@@ -309,6 +309,12 @@ impl Interner {
         self.kv_table = table;
     }
 
+    /// Gives back the slack of the buffers grown by interning.
+    pub(super) fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.kvs.shrink_to_fit();
+    }
+
     /// The key of a key=value id.
     pub(super) fn kv_key(&self, kv: u32) -> u32 {
         self.kvs[kv as usize].key

@@ -1,13 +1,13 @@
 //! Finding the set a request picks from: Envoy's `chooseHostIteration`, over the index.
 
-use super::pickset::Rng;
+use super::pickset::{Pick, Pool, Rng, SetRef, pick_one};
 use super::{Fallback, HostId, Metadata, SubsetLb, keys_hash};
 use crate::{FallbackPolicy, SelectorFallback};
 
 /// Where a pick happens.
 #[derive(Debug, Clone, Copy)]
 enum Target {
-    Set(u32),
+    Subset(SetRef),
     Any,
     Default,
 }
@@ -21,9 +21,13 @@ impl SubsetLb {
         if self.options.allow_redundant_keys || md.is_empty() {
             return None;
         }
-        let set = self.find_subset(md)?;
-        let (slots, policy) = (self.slots.len(), self.options.child.policy);
-        let slot = self.sets[set as usize].pick_fast(slots, policy, rng)?;
+        let slot = match self.find_subset(md)?.get() {
+            Pool::Set(set) => {
+                let (slots, policy) = (self.slots.len(), self.options.child.policy);
+                self.sets[set as usize].pick_fast(slots, policy, rng)?
+            }
+            Pool::One(s) => self.slots[s as usize].healthy.then_some(s)?,
+        };
         self.stats.subset_hits += 1;
         Some(super::Selection {
             host: self.id(slot),
@@ -73,7 +77,7 @@ impl SubsetLb {
         if !md.is_empty() {
             if let Some(set) = self.find_subset(md) {
                 self.stats.subset_hits += 1;
-                return self.pick(Target::Set(set), Fallback::None, rng, exclude);
+                return self.pick(Target::Subset(set), Fallback::None, rng, exclude);
             }
             if let Some(selector) = self.selector_for(md) {
                 let selector = &self.selectors[usize::from(selector)];
@@ -141,7 +145,7 @@ impl SubsetLb {
     /// The set of the subset `md` names exactly: value ids imply their keys, so one probe on
     /// them finds it, without looking for the selector first.
     #[inline]
-    pub(super) fn find_subset(&self, md: &Metadata) -> Option<u32> {
+    pub(super) fn find_subset(&self, md: &Metadata) -> Option<SetRef> {
         if md.has_foreign_key() {
             return None;
         }
@@ -156,16 +160,26 @@ impl SubsetLb {
         rng: &mut Rng,
         exclude: Option<u32>,
     ) -> Option<super::Selection> {
+        let child = self.options.child;
         let set = match target {
-            Target::Set(i) => &mut self.sets[i as usize],
+            Target::Subset(set) => match set.get() {
+                Pool::Set(i) => &mut self.sets[i as usize],
+                Pool::One(s) => {
+                    return Some(self.picked(pick_one(s, &self.slots, child, exclude)?, fallback));
+                }
+            },
             Target::Default => match &mut self.default {
                 Some((_, set)) => set,
                 None => &mut self.any,
             },
             Target::Any => &mut self.any,
         };
-        let pick = set.pick(&self.slots, self.options.child, rng, exclude)?;
-        Some(super::Selection {
+        let pick = set.pick(&self.slots, child, rng, exclude)?;
+        Some(self.picked(pick, fallback))
+    }
+
+    fn picked(&self, pick: Pick, fallback: Fallback) -> super::Selection {
+        super::Selection {
             host: HostId {
                 slot: pick.slot,
                 generation: self.slots[pick.slot as usize].generation,
@@ -173,6 +187,6 @@ impl SubsetLb {
             fallback,
             metadata_fallback: None,
             panic: pick.panic,
-        })
+        }
     }
 }

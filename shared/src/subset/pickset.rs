@@ -48,6 +48,64 @@ pub(super) struct Pick {
     pub panic: bool,
 }
 
+/// Where a subset's hosts are, in one word (it rides in the subset table's entries): a
+/// [`PickSet`] of `SubsetLb::sets`, or the slot of a subset's only host. A key unique per host
+/// makes a subset per host, and a set for each (members, counts, a cursor: 60 bytes and an
+/// allocation) was most of such an index, of its build, and a cache miss per lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct SetRef(u32);
+
+/// A [`SetRef`] read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Pool {
+    /// Index into `SubsetLb::sets`.
+    Set(u32),
+    /// The slot of the subset's one live host.
+    One(u32),
+}
+
+impl SetRef {
+    /// Set indices and slots stay far below it (at most [`MAX_HOSTS`](crate::hosttable::MAX_HOSTS)
+    /// live hosts, and tombstones no more than their sets' live members).
+    const ONE: u32 = 1 << 31;
+
+    pub fn set(i: u32) -> SetRef {
+        debug_assert!(i < SetRef::ONE);
+        SetRef(i)
+    }
+
+    pub fn one(slot: u32) -> SetRef {
+        debug_assert!(slot < SetRef::ONE);
+        SetRef(slot | SetRef::ONE)
+    }
+
+    #[inline]
+    pub fn get(self) -> Pool {
+        match self.0 & SetRef::ONE {
+            0 => Pool::Set(self.0),
+            _ => Pool::One(self.0 & !SetRef::ONE),
+        }
+    }
+
+    /// The set index, if a set.
+    pub fn as_set(self) -> Option<u32> {
+        match self.get() {
+            Pool::Set(i) => Some(i),
+            Pool::One(_) => None,
+        }
+    }
+}
+
+/// Picks the live host of slot `s` as a set of that one host would: when healthy, or when
+/// not and any panic threshold (one unhealthy host is 0% healthy) lets the set panic; never
+/// `exclude`.
+pub(super) fn pick_one(s: u32, slots: &[Slot], child: Child, exclude: Option<u32>) -> Option<Pick> {
+    let slot = &slots[s as usize];
+    let panic = !slot.healthy && child.panic_threshold > 0;
+    let ok = (slot.healthy || panic) && exclude != Some(s);
+    ok.then_some(Pick { slot: s, panic })
+}
+
 /// The hosts of one or more identical subsets, or (`all`) of the whole table.
 #[derive(Debug, Default)]
 pub(super) struct PickSet {
@@ -246,13 +304,7 @@ impl PickSet {
     }
 
     fn pick_single(&self, slots: &[Slot], child: Child, exclude: Option<u32>) -> Option<Pick> {
-        let slot = &slots[self.first as usize];
-        let panic = !slot.healthy && child.panic_threshold > 0;
-        let ok = (slot.healthy || panic) && exclude != Some(self.first);
-        ok.then_some(Pick {
-            slot: self.first,
-            panic,
-        })
+        pick_one(self.first, slots, child, exclude)
     }
 
     /// Heap bytes held, for the memory figures.

@@ -3,7 +3,7 @@
 use alloc::{vec, vec::Vec};
 use core::hash::BuildHasher;
 
-use super::pickset::PickSet;
+use super::pickset::{PickSet, Pool, SetRef};
 use super::{HostId, SubsetError, SubsetLb, key};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
@@ -139,7 +139,7 @@ impl SubsetLb {
 
     fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
         let entry = self.subset_entry(kvs.iter().copied(), kvs.len())?;
-        let subset = self.subsets[entry.subset as usize].as_ref()?;
+        let subset = self.subsets.get(entry.subset)?;
         (subset.selector == selector).then_some(entry.subset)
     }
 
@@ -152,11 +152,12 @@ impl SubsetLb {
             .collect()
     }
 
-    /// The distinct sets of `subsets`.
+    /// The distinct sets of `subsets` (a subset of one host has none: its host is all it
+    /// keeps, and nothing counts there).
     fn sets_of(&self, subsets: &[u32]) -> Vec<u32> {
         let mut sets: Vec<u32> = subsets
             .iter()
-            .filter_map(|&i| Some(self.subsets[i as usize].as_ref()?.set))
+            .filter_map(|&i| self.subsets.get(i)?.set.as_set())
             .collect();
         sets.sort_unstable();
         sets.dedup();
@@ -166,17 +167,13 @@ impl SubsetLb {
     /// Puts the new slot `s` in its subsets. A set shared with subsets the host does not join
     /// is copied first (the sharers stay identical among themselves).
     fn join_subsets(&mut self, s: u32) {
-        let mut joined: Vec<(u32, Vec<u32>)> = Vec::new();
+        let mut joined: Vec<(SetRef, Vec<u32>)> = Vec::new();
         for (selector, kvs) in self.memberships(s) {
             let Some(i) = self.find(selector, &kvs) else {
-                let single = self.selectors[usize::from(selector)].single;
-                let mut set = PickSet::new(vec![s], single, &self.slots);
-                set.refs = 1;
-                let set = self.push_set(set);
-                self.push_subset(selector, &kvs, set);
+                self.push_subset(selector, &kvs, SetRef::one(s));
                 continue;
             };
-            let Some(subset) = &self.subsets[i as usize] else {
+            let Some(subset) = self.subsets.get(i) else {
                 continue;
             };
             match joined.iter_mut().find(|(set, _)| *set == subset.set) {
@@ -189,28 +186,54 @@ impl SubsetLb {
         }
     }
 
-    fn join_set(&mut self, s: u32, set: u32, subsets: &[u32]) {
-        let shared = &self.sets[set as usize];
+    /// Puts slot `s` in `set`, shared by `subsets` and maybe others.
+    fn join_set(&mut self, s: u32, set: SetRef, subsets: &[u32]) {
+        let i = match set.get() {
+            Pool::Set(i) => i,
+            Pool::One(first) => return self.join_one(s, first, subsets),
+        };
+        let shared = &self.sets[i as usize];
         if shared.single && shared.live > 0 {
             self.stats.single_host_collisions += 1;
         }
         if shared.refs as usize == subsets.len() {
-            self.sets[set as usize].add(s, &self.slots);
+            self.sets[i as usize].add(s, &self.slots);
             return;
         }
         let mut members = shared.live_members(&self.slots);
         members.push(s);
         let single = shared.single;
-        self.sets[set as usize].refs -= subsets.len() as u32;
+        self.sets[i as usize].refs -= subsets.len() as u32;
+        self.move_to_new_set(members, single, subsets);
+    }
+
+    /// Puts slot `s` in `subsets` of the one host of slot `first`: they get a set of the two,
+    /// one for the subsets of `single_host_per_subset` selectors and one for the others.
+    fn join_one(&mut self, s: u32, first: u32, subsets: &[u32]) {
+        let single = |i: &u32| {
+            let subset = self.subsets.get(*i);
+            subset.is_some_and(|sub| self.selectors[usize::from(sub.selector)].single)
+        };
+        let (singles, others): (Vec<u32>, Vec<u32>) = subsets.iter().copied().partition(single);
+        for (subsets, single) in [(singles, true), (others, false)] {
+            if !subsets.is_empty() {
+                self.stats.single_host_collisions += u64::from(single);
+                self.move_to_new_set(vec![first.min(s), first.max(s)], single, &subsets);
+            }
+        }
+    }
+
+    /// A new set of `members` for `subsets`, which leave their old one.
+    fn move_to_new_set(&mut self, members: Vec<u32>, single: bool, subsets: &[u32]) {
         let mut copy = PickSet::new(members, single, &self.slots);
         copy.refs = subsets.len() as u32;
-        let copy = self.push_set(copy);
+        let copy = SetRef::set(self.push_set(copy));
         for &i in subsets {
-            let Some(subset) = &mut self.subsets[i as usize] else {
+            let Some(subset) = self.subsets.get_mut(i) else {
                 continue;
             };
             subset.set = copy;
-            let hash = entry_hash(&subset.kvs);
+            let hash = entry_hash(self.subsets.kvs(i));
             if let Some(entry) = self.subset_table.find_mut(hash, |e| e.subset == i) {
                 entry.set = copy;
             }
@@ -218,21 +241,25 @@ impl SubsetLb {
     }
 
     fn drop_subset_if_empty(&mut self, i: u32) {
-        let Some(subset) = &self.subsets[i as usize] else {
+        let Some(subset) = self.subsets.get(i) else {
             return;
         };
-        let set = subset.set;
-        if self.sets[set as usize].live > 0 {
+        // A subset of one host is dropped with it (only the subsets of a removed host come
+        // here).
+        let set = subset.set.as_set();
+        if set.is_some_and(|set| self.sets[set as usize].live > 0) {
             return;
         }
-        let hash = entry_hash(&subset.kvs);
+        let hash = entry_hash(self.subsets.kvs(i));
         if let Ok(entry) = self.subset_table.find_entry(hash, |e| e.subset == i) {
             entry.remove();
         }
-        self.subsets[i as usize] = None;
-        self.free_subsets.push(i);
+        self.subsets.remove(i);
         self.stats.subsets_removed += 1;
         self.stats.subsets_active -= 1;
+        let Some(set) = set else {
+            return;
+        };
         let shared = &mut self.sets[set as usize];
         shared.refs -= 1;
         if shared.refs == 0 {

@@ -228,6 +228,58 @@ fn single_host_per_subset_takes_the_lowest_slot() {
 }
 
 #[test]
+fn a_subset_of_one_host_grows_into_a_set_per_kind() {
+    // {zone=a} and {zone=a, v=1} hold only h0, by its slot; h1 joins both, the first
+    // single-host: each gets its own set of the two.
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors[0].single_host_per_subset = true;
+    let mut lb = SubsetLb::build(&table(&["zone=a,v=1"], config)).unwrap();
+    assert!(lb.sets.is_empty());
+    lb.add_host(
+        Host::new("http://h1")
+            .with_label("zone", "a")
+            .with_label("v", "1"),
+    )
+    .unwrap();
+    assert_eq!(lb.sets.len(), 2);
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h0"]));
+    assert_eq!(
+        picks(&mut lb, &[("zone", "a"), ("v", "1")], 20).0,
+        set(&["h0", "h1"])
+    );
+    assert_eq!(lb.stats().single_host_collisions, 1);
+    lb.remove_host("http://h0").unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h1"]));
+    assert_eq!(
+        picks(&mut lb, &[("zone", "a"), ("v", "1")], 20).0,
+        set(&["h1"])
+    );
+    lb.remove_host("http://h1").unwrap();
+    assert_eq!(lb.stats().subsets_active, 0);
+    assert_eq!(lb.stats().subsets_removed, 2);
+}
+
+#[test]
+fn a_subset_of_one_unhealthy_host_picks_as_a_set_would() {
+    for (threshold, expected) in [(50, Some(true)), (0, None)] {
+        let mut config = config(FallbackPolicy::NoFallback);
+        config.panic_threshold = threshold;
+        let mut t = table(&["zone=a", "zone=b"], config);
+        t.hosts[0].healthy = false;
+        let mut lb = SubsetLb::build(&t).unwrap();
+        let chosen = lb.select(&md(&lb, &[("zone", "a")]), 7);
+        assert_eq!(chosen.map(|c| c.panic), expected, "threshold {threshold}");
+        lb.set_healthy("http://h0", true).unwrap();
+        let chosen = lb.select(&md(&lb, &[("zone", "a")]), 7).unwrap();
+        assert!(!chosen.panic);
+        assert_eq!(
+            lb.select_retry(&md(&lb, &[("zone", "a")]), 8, chosen.host),
+            None
+        );
+    }
+}
+
+#[test]
 fn list_as_any_puts_a_host_in_each_listed_subset() {
     let hosts = ["zone=a|b", "zone=b"].map(|h| h.replace('|', ";"));
     let mut t = table(&["", ""], config(FallbackPolicy::NoFallback));
@@ -380,7 +432,8 @@ fn identical_subsets_share_storage() {
     let t = table(&["a=1,c=1", "a=1,c=1", "a=2,c=1"], config);
     let mut lb = SubsetLb::build(&t).unwrap();
     assert_eq!(lb.stats().subsets_active, 4);
-    assert_eq!(lb.sets.len(), 2);
+    // {a=1} and {a=1, c=1} share a set; {a=2} and {a=2, c=1} have one host, no set.
+    assert_eq!(lb.sets.len(), 1);
     // A host joining only one of two sharers gets that one a copy.
     lb.add_host(Host::new("http://x").with_label("a", "1"))
         .unwrap();
