@@ -91,6 +91,7 @@ mod pickset;
 mod records;
 mod slot;
 mod subsets;
+mod table;
 mod update;
 
 #[cfg(test)]
@@ -112,6 +113,7 @@ use pickset::{Child, PickSet, Rng};
 use records::Records;
 use slot::Slot;
 use subsets::Subsets;
+use table::{Hit, Table};
 
 /// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
 /// updates never names a newer host that reused the slot.
@@ -208,7 +210,7 @@ pub struct SubsetLb {
     selector_table: HashTable<u8>,
     subsets: Subsets,
     /// Subsets (and their sets) by [`key`] of their value ids.
-    subset_table: HashTable<key::Entry>,
+    subset_table: Table,
     sets: Vec<PickSet>,
     free_sets: Vec<u32>,
     any: PickSet,
@@ -380,27 +382,18 @@ impl SubsetLb {
             + sets
             + self.sets.capacity() * size_of::<PickSet>()
             + self.subsets.heap_bytes()
-            + self.subset_table.capacity() * (size_of::<key::Entry>() + 1)
+            + self.subset_table.heap_bytes()
             + self.default.as_ref().map_or(0, |(_, set)| set.heap_bytes())
     }
 
-    /// The table entry of the subset with value ids `kvs`.
+    /// The table's hit for the subset with value ids `kvs`.
     #[inline]
-    fn subset_entry(
-        &self,
-        kvs: impl Iterator<Item = u32> + Clone,
-        len: usize,
-    ) -> Option<&key::Entry> {
-        let key = key::pack(kvs.clone(), len)?;
+    fn subset_entry(&self, kvs: impl Iterator<Item = u32> + Clone, len: usize) -> Option<Hit> {
         let exact = key::is_exact(len, self.interner.kv_count());
         let subsets = &self.subsets;
-        let same = |e: &key::Entry| {
-            e.key == key
-                && (exact
-                    || subsets.get(e.subset).is_some()
-                        && subsets.kvs(e.subset).iter().copied().eq(kvs.clone()))
-        };
-        self.subset_table.find(key::hash(key), same)
+        self.subset_table.find(kvs, len, exact, |subset, kvs| {
+            subsets.get(subset).is_some() && subsets.kvs(subset).iter().copied().eq(kvs)
+        })
     }
 
     /// Heap bytes held per host: records (addresses, labels), slots and the address table; an

@@ -13,7 +13,8 @@ use super::pickset::{Child, PickSet, SetRef};
 use super::records::Records;
 use super::slot::Slot;
 use super::subsets::Subsets;
-use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, key, keys_hash};
+use super::table::{Hit, Table};
+use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
 use crate::hosttable::{HostView, MAX_HOSTS, validate_config, validate_host};
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
@@ -82,6 +83,7 @@ pub(super) fn build<H: HostView>(
     // The buffers grew by doubling; a table is built once and kept.
     lb.sets.shrink_to_fit();
     lb.interner.shrink_to_fit();
+    lb.subset_table.shrink_to_fit();
     Ok(lb)
 }
 
@@ -105,7 +107,7 @@ impl SubsetLb {
             selectors: Vec::new(),
             selector_table: HashTable::new(),
             subsets: Subsets::default(),
-            subset_table: HashTable::new(),
+            subset_table: Table::default(),
             sets: Vec::new(),
             free_sets: Vec::new(),
             any: PickSet::all(),
@@ -237,10 +239,11 @@ impl SubsetLb {
                 .map_or(hosts, |n| n.min(hosts))
         };
         let total: usize = self.selectors.iter().map(per_selector).sum();
-        let n = total.min(hosts);
         // Not the sets: subsets of one host have none.
-        self.subsets.reserve_exact(n);
-        self.subset_table.reserve(n, |e| key::hash(e.key));
+        self.subsets.reserve_exact(total.min(hosts));
+        let several = self.selectors.iter().filter(|s| s.keys.len() > 1);
+        let packed: usize = several.map(per_selector).sum();
+        self.subset_table.reserve(packed.min(hosts));
     }
 
     fn build_default(&mut self, index: &Index) {
@@ -261,16 +264,7 @@ impl SubsetLb {
     /// Adds a new subset over `set`; returns its index.
     pub(super) fn push_subset(&mut self, selector: u8, kvs: &[u32], set: SetRef) -> u32 {
         let i = self.subsets.push(selector, kvs, set);
-        let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
-            unreachable!("subsets hold interned values only")
-        };
-        let entry = key::Entry {
-            key,
-            set,
-            subset: i,
-        };
-        self.subset_table
-            .insert_unique(key::hash(key), entry, |e| key::hash(e.key));
+        self.subset_table.insert(kvs, Hit { set, subset: i });
         self.stats.subsets_created += 1;
         self.stats.subsets_active += 1;
         i

@@ -9,17 +9,6 @@
 //! the subset's ids.
 
 use super::metadata::{METADATA_CAPACITY, UNKNOWN_VALUE};
-use super::pickset::SetRef;
-
-/// An entry of the subset table.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Entry {
-    pub key: u64,
-    /// The subset's hosts: it comes with the probe, so a hit needs no other load.
-    pub set: SetRef,
-    /// Index into `SubsetLb::subsets`.
-    pub subset: u32,
-}
 
 const LANES: u32 = 60;
 

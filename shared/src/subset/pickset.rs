@@ -69,12 +69,12 @@ impl SetRef {
     /// live hosts, and tombstones no more than their sets' live members).
     const ONE: u32 = 1 << 31;
 
-    pub fn set(i: u32) -> SetRef {
+    pub const fn set(i: u32) -> SetRef {
         debug_assert!(i < SetRef::ONE);
         SetRef(i)
     }
 
-    pub fn one(slot: u32) -> SetRef {
+    pub const fn one(slot: u32) -> SetRef {
         debug_assert!(slot < SetRef::ONE);
         SetRef(slot | SetRef::ONE)
     }

@@ -4,7 +4,7 @@ use alloc::{vec, vec::Vec};
 use core::hash::BuildHasher;
 
 use super::pickset::{PickSet, Pool, SetRef};
-use super::{HostId, SubsetError, SubsetLb, key};
+use super::{HostId, SubsetError, SubsetLb};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
@@ -138,9 +138,9 @@ impl SubsetLb {
     }
 
     fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
-        let entry = self.subset_entry(kvs.iter().copied(), kvs.len())?;
-        let subset = self.subsets.get(entry.subset)?;
-        (subset.selector == selector).then_some(entry.subset)
+        let hit = self.subset_entry(kvs.iter().copied(), kvs.len())?;
+        let subset = self.subsets.get(hit.subset)?;
+        (subset.selector == selector).then_some(hit.subset)
     }
 
     /// The existing subsets of slot `s`.
@@ -233,9 +233,8 @@ impl SubsetLb {
                 continue;
             };
             subset.set = copy;
-            let hash = entry_hash(self.subsets.kvs(i));
-            if let Some(entry) = self.subset_table.find_mut(hash, |e| e.subset == i) {
-                entry.set = copy;
+            if let Some(hit) = self.subset_table.get_mut(self.subsets.kvs(i), i) {
+                hit.set = copy;
             }
         }
     }
@@ -250,10 +249,7 @@ impl SubsetLb {
         if set.is_some_and(|set| self.sets[set as usize].live > 0) {
             return;
         }
-        let hash = entry_hash(self.subsets.kvs(i));
-        if let Ok(entry) = self.subset_table.find_entry(hash, |e| e.subset == i) {
-            entry.remove();
-        }
+        self.subset_table.remove(self.subsets.kvs(i), i);
         self.subsets.remove(i);
         self.stats.subsets_removed += 1;
         self.stats.subsets_active -= 1;
@@ -309,9 +305,4 @@ impl SubsetLb {
             .as_ref()
             .is_some_and(|(default, _)| default.iter().all(|d| kvs.contains(d)))
     }
-}
-
-/// The table hash of a subset's entry.
-fn entry_hash(kvs: &[u32]) -> u64 {
-    key::pack(kvs.iter().copied(), kvs.len()).map_or(0, key::hash)
 }

@@ -1,0 +1,149 @@
+//! The subset table: each subset's hosts and record, by its value ids. A subset of several
+//! keys is found by one hash probe on its ids packed into a word ([`key`]); a subset of one key
+//! by its value id alone, an array index. A key unique per host makes a subset per host: the
+//! hash table cost such a lookup a second probe after its value's (another cache miss or two
+//! in a large table) and 17 bytes a subset, the array 8.
+
+use alloc::vec::Vec;
+
+use hashbrown::HashTable;
+
+use super::key;
+use super::pickset::SetRef;
+
+/// What the table holds of a subset.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Hit {
+    /// Its hosts: they come with the probe, so a hit needs no other load.
+    pub set: SetRef,
+    /// Index into `SubsetLb::subsets`.
+    pub subset: u32,
+}
+
+impl Hit {
+    /// An unused place of the array.
+    const NONE: Hit = Hit {
+        set: SetRef::one(0),
+        subset: u32::MAX,
+    };
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    key: u64,
+    hit: Hit,
+}
+
+/// Subsets by value ids.
+#[derive(Debug, Default)]
+pub(super) struct Table {
+    /// Subsets of several keys, by [`key::pack`] of their ids.
+    packed: HashTable<Entry>,
+    /// Subsets of one key, by value id ([`Hit::NONE`] where none), as long as the highest id
+    /// that has one.
+    single: Vec<Hit>,
+}
+
+impl Table {
+    /// Room for `n` more subsets of several keys.
+    pub fn reserve(&mut self, n: usize) {
+        self.packed.reserve(n, |e| key::hash(e.key));
+    }
+
+    /// The subset with value ids `kvs` (`len` of them). `same(subset, kvs)` confirms a hit
+    /// when packed keys of `len` ids are not `exact` (see [`key::is_exact`]).
+    #[inline]
+    pub fn find<I>(
+        &self,
+        kvs: I,
+        len: usize,
+        exact: bool,
+        same: impl Fn(u32, I) -> bool,
+    ) -> Option<Hit>
+    where
+        I: Iterator<Item = u32> + Clone,
+    {
+        if len == 1 {
+            // An unknown value's id (`u32::MAX`) is past the array.
+            let kv = kvs.clone().next()?;
+            return self
+                .single
+                .get(kv as usize)
+                .filter(|h| h.subset != u32::MAX)
+                .copied();
+        }
+        let key = key::pack(kvs.clone(), len)?;
+        let matches = |e: &Entry| e.key == key && (exact || same(e.hit.subset, kvs.clone()));
+        self.packed.find(key::hash(key), matches).map(|e| e.hit)
+    }
+
+    /// Adds subset `hit.subset` with value ids `kvs` (interned, none unknown), not there yet.
+    pub fn insert(&mut self, kvs: &[u32], hit: Hit) {
+        if let [kv] = kvs {
+            let at = *kv as usize;
+            if self.single.len() <= at {
+                self.single.resize(at + 1, Hit::NONE);
+            }
+            self.single[at] = hit;
+            return;
+        }
+        let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
+            unreachable!("subsets hold interned values only")
+        };
+        let entry = Entry { key, hit };
+        self.packed
+            .insert_unique(key::hash(key), entry, |e| key::hash(e.key));
+    }
+
+    /// The hit of subset `subset`, with value ids `kvs`, to change its set.
+    pub fn get_mut(&mut self, kvs: &[u32], subset: u32) -> Option<&mut Hit> {
+        let hit = match kvs {
+            [kv] => self.single.get_mut(*kv as usize),
+            _ => self
+                .packed
+                .find_mut(hash(kvs), |e| e.hit.subset == subset)
+                .map(|e| &mut e.hit),
+        };
+        hit.filter(|h| h.subset == subset)
+    }
+
+    /// Takes out subset `subset`, with value ids `kvs`.
+    pub fn remove(&mut self, kvs: &[u32], subset: u32) {
+        if let [kv] = kvs {
+            if let Some(hit) = self.single.get_mut(*kv as usize)
+                && hit.subset == subset
+            {
+                *hit = Hit::NONE;
+            }
+            return;
+        }
+        if let Ok(entry) = self
+            .packed
+            .find_entry(hash(kvs), |e| e.hit.subset == subset)
+        {
+            entry.remove();
+        }
+    }
+
+    /// Gives back the array's slack once built.
+    pub fn shrink_to_fit(&mut self) {
+        self.single.shrink_to_fit();
+    }
+
+    /// The packed keys held, for tests that make them collide.
+    #[cfg(test)]
+    pub fn packed_keys(&self) -> impl Iterator<Item = u64> + '_ {
+        self.packed.iter().map(|e| e.key)
+    }
+
+    /// Heap bytes held, for the memory figures.
+    pub fn heap_bytes(&self) -> usize {
+        self.packed.capacity() * (size_of::<Entry>() + 1)
+            + self.single.capacity() * size_of::<Hit>()
+    }
+}
+
+/// The table hash of a subset's value ids.
+fn hash(kvs: &[u32]) -> u64 {
+    key::pack(kvs.iter().copied(), kvs.len()).map_or(0, key::hash)
+}
