@@ -30,17 +30,19 @@
 //! twice as long as the build itself).
 //!
 //! Each subset keeps its members as a plain array of slots (identical subsets share one), so a
-//! pick is an array index; the bitsets are dropped once built. Subsets are found by one hash
-//! probe on their value ids (which imply the keys) packed into one word ([`key`]), which
-//! carries the subset's set; a set without tombstones or unhealthy members picks without
-//! reading a slot; requests carry their pairs as ids in a fixed-size [`Metadata`], so
-//! [`SubsetLb::select`] allocates nothing.
+//! pick is an array index; the bitsets are dropped once built. A subset of one host keeps no
+//! array, only that host's slot (a key unique per host makes a subset per host). Subsets of
+//! several keys are found by one hash probe on their value ids (which imply the keys) packed
+//! into one word ([`key`]), subsets of one key by their value id in an array ([`table`]);
+//! either carries the subset's set or host. A set without tombstones or unhealthy members
+//! picks without reading a slot; requests carry their pairs as ids in a fixed-size
+//! [`Metadata`], so [`SubsetLb::select`] allocates nothing.
 //!
 //! # Updates
 //!
 //! [`SubsetLb::add_host`], [`SubsetLb::remove_host`], [`SubsetLb::set_healthy`] and
-//! [`SubsetLb::set_weight`] touch only the subsets of that host, found by the same hash
-//! probes. A subset whose last host goes is dropped (Envoy kept empty subsets for years,
+//! [`SubsetLb::set_weight`] touch only the subsets of that host, found by the same table
+//! lookups. A subset whose last host goes is dropped (Envoy kept empty subsets for years,
 //! envoy#3790); a removed host stays as a tombstone in its subsets' arrays until tombstones
 //! are half of an array.
 //!
@@ -209,7 +211,7 @@ pub struct SubsetLb {
     /// Selector index by its key ids.
     selector_table: HashTable<u8>,
     subsets: Subsets,
-    /// Subsets (and their sets) by [`key`] of their value ids.
+    /// Subsets (and their sets or hosts) by their value ids.
     subset_table: Table,
     sets: Vec<PickSet>,
     free_sets: Vec<u32>,

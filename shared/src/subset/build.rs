@@ -84,6 +84,7 @@ pub(super) fn build<H: HostView>(
     lb.sets.shrink_to_fit();
     lb.interner.shrink_to_fit();
     lb.subset_table.shrink_to_fit();
+    lb.subsets.shrink_to_fit();
     Ok(lb)
 }
 

@@ -1,6 +1,6 @@
-//! The subset table's key: a subset's value ids (which imply its keys, and so its selector)
-//! packed into one word, so that a lookup finds its set with one probe and one integer
-//! comparison, without following a pointer to the subset's ids.
+//! The subset table's key for a subset of several keys: its value ids (which imply its keys,
+//! and so its selector) packed into one word, so that a lookup finds its set with one probe
+//! and one integer comparison, without following a pointer to the subset's ids.
 //!
 //! `len` ids share the low 60 bits in lanes of `60 / len` bits, each id stored plus one (a lane
 //! is never zero); the top 4 bits hold `len`. While every id interned fits its lane (below

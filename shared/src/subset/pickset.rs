@@ -295,11 +295,9 @@ impl PickSet {
             LbPolicy::Random => rng.below(n as u32),
             _ => return None,
         };
-        // A set of one (a key unique per host) has it in `first`: no load of the array.
-        Some(match (self.all, n) {
-            (true, _) => i,
-            (false, 1) => self.first,
-            (false, _) => self.members[i as usize],
+        Some(match self.all {
+            true => i,
+            false => self.members[i as usize],
         })
     }
 

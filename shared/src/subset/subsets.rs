@@ -11,15 +11,24 @@ use super::pickset::SetRef;
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Subset {
     pub selector: u8,
-    /// How many value ids (its selector's keys).
+    /// How many value ids (its selector's keys, at least one); 0 marks a free record, which
+    /// keeps a record at 8 bytes where an `Option` would take 12.
     len: u8,
     pub set: SetRef,
+}
+
+impl Subset {
+    const FREE: Subset = Subset {
+        selector: 0,
+        len: 0,
+        set: SetRef::one(0),
+    };
 }
 
 /// Subset records by index, with free indices reused.
 #[derive(Debug, Default)]
 pub(super) struct Subsets {
-    records: Vec<Option<Subset>>,
+    records: Vec<Subset>,
     /// `stride` ids per record: its value ids in the order of its selector's keys, then unused.
     ids: Vec<u32>,
     stride: usize,
@@ -42,6 +51,7 @@ impl Subsets {
 
     /// Adds a subset of `selector` with value ids `kvs` over `set`; returns its index.
     pub fn push(&mut self, selector: u8, kvs: &[u32], set: SetRef) -> u32 {
+        debug_assert!(!kvs.is_empty());
         let record = Subset {
             selector,
             len: kvs.len() as u8,
@@ -49,11 +59,11 @@ impl Subsets {
         };
         let i = match self.free.pop() {
             Some(i) => {
-                self.records[i as usize] = Some(record);
+                self.records[i as usize] = record;
                 i
             }
             None => {
-                self.records.push(Some(record));
+                self.records.push(record);
                 self.ids.resize(self.records.len() * self.stride, 0);
                 (self.records.len() - 1) as u32
             }
@@ -64,11 +74,11 @@ impl Subsets {
     }
 
     pub fn get(&self, i: u32) -> Option<&Subset> {
-        self.records.get(i as usize)?.as_ref()
+        self.records.get(i as usize).filter(|s| s.len > 0)
     }
 
     pub fn get_mut(&mut self, i: u32) -> Option<&mut Subset> {
-        self.records.get_mut(i as usize)?.as_mut()
+        self.records.get_mut(i as usize).filter(|s| s.len > 0)
     }
 
     /// The value ids of subset `i` (none if it was removed).
@@ -79,13 +89,19 @@ impl Subsets {
     }
 
     pub fn remove(&mut self, i: u32) {
-        self.records[i as usize] = None;
+        self.records[i as usize] = Subset::FREE;
         self.free.push(i);
+    }
+
+    /// Gives back what was reserved beyond the subsets made.
+    pub fn shrink_to_fit(&mut self) {
+        self.records.shrink_to_fit();
+        self.ids.shrink_to_fit();
     }
 
     /// Heap bytes held, for the memory figures.
     pub fn heap_bytes(&self) -> usize {
-        self.records.capacity() * size_of::<Option<Subset>>()
+        self.records.capacity() * size_of::<Subset>()
             + self.ids.capacity() * size_of::<u32>()
             + self.free.capacity() * size_of::<u32>()
     }

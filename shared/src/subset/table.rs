@@ -2,7 +2,11 @@
 //! keys is found by one hash probe on its ids packed into a word ([`key`]); a subset of one key
 //! by its value id alone, an array index. A key unique per host makes a subset per host: the
 //! hash table cost such a lookup a second probe after its value's (another cache miss or two
-//! in a large table) and 17 bytes a subset, the array 8.
+//! in a large table) and 17 bytes a subset, the array 8 bytes a value id.
+//!
+//! Value ids number every key's values, also of keys no selector has alone: a one-key subset
+//! whose id lies far past the array (a new zone after 100k unique pod labels) goes to the hash
+//! table instead, so the array stays within twice the one-key subsets it holds.
 
 use alloc::vec::Vec;
 
@@ -10,6 +14,9 @@ use hashbrown::HashTable;
 
 use super::key;
 use super::pickset::SetRef;
+
+/// Ids below this always fit the array: small tables never probe for one-key subsets.
+const ALWAYS: usize = 1024;
 
 /// What the table holds of a subset.
 #[derive(Debug, Clone, Copy)]
@@ -26,6 +33,10 @@ impl Hit {
         set: SetRef::one(0),
         subset: u32::MAX,
     };
+
+    fn is_used(&self) -> bool {
+        self.subset != u32::MAX
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -37,11 +48,15 @@ struct Entry {
 /// Subsets by value ids.
 #[derive(Debug, Default)]
 pub(super) struct Table {
-    /// Subsets of several keys, by [`key::pack`] of their ids.
+    /// Subsets of several keys, and of one key whose id is past `single`, by [`key::pack`] of
+    /// their ids (exact for one id).
     packed: HashTable<Entry>,
-    /// Subsets of one key, by value id ([`Hit::NONE`] where none), as long as the highest id
-    /// that has one.
+    /// Subsets of one key, by value id ([`Hit::NONE`] where none).
     single: Vec<Hit>,
+    /// Subsets held in `single`.
+    singles: usize,
+    /// Subsets of one key held in `packed`: while none, a miss in `single` is final.
+    strays: usize,
 }
 
 impl Table {
@@ -66,11 +81,10 @@ impl Table {
         if len == 1 {
             // An unknown value's id (`u32::MAX`) is past the array.
             let kv = kvs.clone().next()?;
-            return self
-                .single
-                .get(kv as usize)
-                .filter(|h| h.subset != u32::MAX)
-                .copied();
+            let hit = self.single.get(kv as usize).filter(|h| h.is_used());
+            if hit.is_some() || self.strays == 0 {
+                return hit.copied();
+            }
         }
         let key = key::pack(kvs.clone(), len)?;
         let matches = |e: &Entry| e.key == key && (exact || same(e.hit.subset, kvs.clone()));
@@ -81,11 +95,16 @@ impl Table {
     pub fn insert(&mut self, kvs: &[u32], hit: Hit) {
         if let [kv] = kvs {
             let at = *kv as usize;
-            if self.single.len() <= at {
-                self.single.resize(at + 1, Hit::NONE);
+            if at < self.single.len().max(2 * self.singles + ALWAYS) {
+                if self.single.len() <= at {
+                    self.single.resize(at + 1, Hit::NONE);
+                }
+                debug_assert!(!self.single[at].is_used());
+                self.single[at] = hit;
+                self.singles += 1;
+                return;
             }
-            self.single[at] = hit;
-            return;
+            self.strays += 1;
         }
         let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
             unreachable!("subsets hold interned values only")
@@ -97,24 +116,18 @@ impl Table {
 
     /// The hit of subset `subset`, with value ids `kvs`, to change its set.
     pub fn get_mut(&mut self, kvs: &[u32], subset: u32) -> Option<&mut Hit> {
-        let hit = match kvs {
-            [kv] => self.single.get_mut(*kv as usize),
-            _ => self
-                .packed
-                .find_mut(hash(kvs), |e| e.hit.subset == subset)
-                .map(|e| &mut e.hit),
-        };
-        hit.filter(|h| h.subset == subset)
+        if let Some(at) = self.in_single(kvs, subset) {
+            return Some(&mut self.single[at]);
+        }
+        let entry = self.packed.find_mut(hash(kvs), |e| e.hit.subset == subset);
+        entry.map(|e| &mut e.hit)
     }
 
     /// Takes out subset `subset`, with value ids `kvs`.
     pub fn remove(&mut self, kvs: &[u32], subset: u32) {
-        if let [kv] = kvs {
-            if let Some(hit) = self.single.get_mut(*kv as usize)
-                && hit.subset == subset
-            {
-                *hit = Hit::NONE;
-            }
+        if let Some(at) = self.in_single(kvs, subset) {
+            self.single[at] = Hit::NONE;
+            self.singles -= 1;
             return;
         }
         if let Ok(entry) = self
@@ -122,7 +135,16 @@ impl Table {
             .find_entry(hash(kvs), |e| e.hit.subset == subset)
         {
             entry.remove();
+            self.strays -= usize::from(kvs.len() == 1);
         }
+    }
+
+    /// Where the array holds subset `subset` of value ids `kvs`, if it does.
+    fn in_single(&self, kvs: &[u32], subset: u32) -> Option<usize> {
+        let [kv] = kvs else { return None };
+        let at = *kv as usize;
+        let held = self.single.get(at)?.subset == subset;
+        held.then_some(at)
     }
 
     /// Gives back the array's slack once built.
@@ -134,6 +156,12 @@ impl Table {
     #[cfg(test)]
     pub fn packed_keys(&self) -> impl Iterator<Item = u64> + '_ {
         self.packed.iter().map(|e| e.key)
+    }
+
+    /// One-key subsets in the array and in the hash table, for tests.
+    #[cfg(test)]
+    pub fn one_key_counts(&self) -> (usize, usize) {
+        (self.singles, self.strays)
     }
 
     /// Heap bytes held, for the memory figures.

@@ -194,7 +194,8 @@ impl SubsetLb {
         };
         let shared = &self.sets[i as usize];
         if shared.single && shared.live > 0 {
-            self.stats.single_host_collisions += 1;
+            // One per subset the host is left out of, as the build counts them.
+            self.stats.single_host_collisions += subsets.len() as u64;
         }
         if shared.refs as usize == subsets.len() {
             self.sets[i as usize].add(s, &self.slots);
@@ -217,7 +218,9 @@ impl SubsetLb {
         let (singles, others): (Vec<u32>, Vec<u32>) = subsets.iter().copied().partition(single);
         for (subsets, single) in [(singles, true), (others, false)] {
             if !subsets.is_empty() {
-                self.stats.single_host_collisions += u64::from(single);
+                if single {
+                    self.stats.single_host_collisions += subsets.len() as u64;
+                }
                 self.move_to_new_set(vec![first.min(s), first.max(s)], single, &subsets);
             }
         }

@@ -260,6 +260,56 @@ fn a_subset_of_one_host_grows_into_a_set_per_kind() {
 }
 
 #[test]
+fn single_host_collisions_count_per_subset_as_a_build_does() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["zone"], &["v"], &["zone", "v"]]);
+    config.selectors[0].single_host_per_subset = true;
+    config.selectors[1].single_host_per_subset = true;
+    let hosts = ["zone=a,v=1", "zone=a,v=1", "zone=a,v=2", "zone=b,v=1"];
+    let mut lb = SubsetLb::build(&table(&hosts[..1], config.clone())).unwrap();
+    for (i, labels) in hosts.iter().enumerate().skip(1) {
+        let mut host = Host::new(format!("http://h{i}"));
+        for (k, v) in labels.split(',').filter_map(|p| p.split_once('=')) {
+            host = host.with_label(k, v);
+        }
+        lb.add_host(host).unwrap();
+    }
+    let built = SubsetLb::build(&table(&hosts, config)).unwrap();
+    // zone=a: 3 hosts, v=1: 3 hosts: two left out of each.
+    assert_eq!(built.stats().single_host_collisions, 4);
+    assert_eq!(lb.stats().single_host_collisions, 4);
+}
+
+/// A one-key subset whose value id lies far past the others (many values of a key no selector
+/// has alone came first) is kept in the hash table, not by growing the array to its id.
+#[test]
+fn one_key_subsets_with_far_ids_stay_out_of_the_array() {
+    let labels: Vec<String> = (0..3000)
+        .map(|i| format!("zone={},pod=p{i}", if i < 2999 { "a" } else { "b" }))
+        .collect();
+    let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["zone"]]);
+    let mut lb = SubsetLb::build(&table(&refs, config)).unwrap();
+    assert_eq!(lb.subset_table.one_key_counts(), (1, 1));
+    assert_eq!(picks(&mut lb, &[("zone", "b")], 5).0, set(&["h2999"]));
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 3).0.len(), 3);
+    lb.add_host(Host::new("http://x").with_label("zone", "b"))
+        .unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "b")], 20).0, set(&["h2999", "x"]));
+    lb.add_host(Host::new("http://y").with_label("zone", "c"))
+        .unwrap();
+    assert_eq!(lb.subset_table.one_key_counts(), (1, 2));
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 5).0, set(&["y"]));
+    lb.remove_host("http://y").unwrap();
+    assert_eq!(lb.subset_table.one_key_counts(), (1, 1));
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 5).0, BTreeSet::new());
+    // Not an array to the last id (over 3000 x 8 bytes).
+    let bytes = lb.subset_table.heap_bytes();
+    assert!(bytes < 2048, "{bytes}");
+}
+
+#[test]
 fn a_subset_of_one_unhealthy_host_picks_as_a_set_would() {
     for (threshold, expected) in [(50, Some(true)), (0, None)] {
         let mut config = config(FallbackPolicy::NoFallback);
@@ -542,7 +592,11 @@ fn subset_keys_beyond_their_lanes_compare_ids() {
         let other = if a(i) == "0" { "1" } else { "0" };
         let md = md(&lb, &[("a", other), ("b", "1"), ("c", "1"), ("id", &id)]);
         let probe = key::pack(md.pairs().iter().map(|&(_, kv)| kv), 4).unwrap();
-        collisions += lb.subset_table.packed_keys().filter(|&k| k == probe).count();
+        collisions += lb
+            .subset_table
+            .packed_keys()
+            .filter(|&k| k == probe)
+            .count();
         assert_eq!(lb.find_subset(&md), None);
     }
     assert!(collisions > 0, "the test should make keys collide");
