@@ -15,7 +15,9 @@ use super::slot::Slot;
 use super::subsets::Subsets;
 use super::table::{Hit, Table};
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
-use crate::hosttable::{HostView, MAX_HOSTS, validate_config, validate_host};
+use crate::hosttable::{
+    HostView, MAX_HOSTS, host_but_labels, label_fits, validate_config, validate_host,
+};
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
 /// A host list becomes a bitset over all slots when it has at least one slot in `DENSE` (then
@@ -54,16 +56,23 @@ pub(super) fn build<H: HostView>(
     let (state, records) = (&lb.hasher, &lb.records);
     lb.addresses
         .reserve(hosts.len(), |&s| state.hash_one(records.address(s)));
+    // The labels of a `BTreeMap` (in order) are checked as `record` interns them, not in a
+    // walk of their own; an archive's need their order checked too, which the full check does.
+    let labels_on_record = checks == Checks::All && H::ORDERED;
     for (index, host) in hosts.iter().enumerate() {
         let hash = lb.hasher.hash_one(host.address());
         let valid = match checks {
+            Checks::All if labels_on_record => host_but_labels(index, host).is_ok(),
             Checks::All => validate_host(index, host).is_ok(),
             Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
         if !valid || lb.find_hashed(hash, host.address()).is_some() {
             return Err(());
         }
-        lb.push_slot_hashed(host, hash);
+        let (_, labels_fit) = lb.push_slot_hashed(host, hash);
+        if labels_on_record && !labels_fit {
+            return Err(());
+        }
     }
     let index = Index::new(&lb);
     lb.reserve_subsets(&index);
@@ -175,12 +184,14 @@ impl SubsetLb {
     }
 
     /// Records the host's address and key=value ids (sorted by key then id, interning new
-    /// ones) for slot `s`.
-    fn record<H: HostView>(&mut self, s: u32, host: &H) {
+    /// ones) for slot `s`. Returns whether every label fits the length rules (see
+    /// [`label_fits`]), for the build to check them in this walk.
+    fn record<H: HostView>(&mut self, s: u32, host: &H) -> bool {
         let (interner, list_as_any) = (&mut self.interner, self.options.list_as_any);
         let kvs = self.records.start(s, host.address());
-        let mut position = 0;
+        let (mut position, mut fit) = (0, true);
         host.visit_labels(|k, v| {
+            fit &= label_fits(k, v);
             let key = interner.intern_key_at(position, k);
             position += 1;
             if list_as_any {
@@ -197,17 +208,19 @@ impl SubsetLb {
                 kvs.sort_unstable_by_key(order);
             }
         });
+        fit
     }
 
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
         let hash = self.hasher.hash_one(host.address.as_str());
-        self.push_slot_hashed(host, hash)
+        self.push_slot_hashed(host, hash).0
     }
 
-    /// [`SubsetLb::push_slot`] with the address's hash already made.
-    fn push_slot_hashed<H: HostView>(&mut self, host: &H, hash: u64) -> u32 {
+    /// [`SubsetLb::push_slot`] with the address's hash already made; also whether the labels
+    /// fit (see [`SubsetLb::record`]).
+    fn push_slot_hashed<H: HostView>(&mut self, host: &H, hash: u64) -> (u32, bool) {
         let mut slot = Slot::new(host.weight(), host.healthy());
         let s = match self.free_slots.pop() {
             Some(s) => {
@@ -220,12 +233,12 @@ impl SubsetLb {
                 (self.slots.len() - 1) as u32
             }
         };
-        self.record(s, host);
+        let fit = self.record(s, host);
         let (state, records) = (&self.hasher, &self.records);
         self.addresses
             .insert_unique(hash, s, |&s| state.hash_one(records.address(s)));
         self.any.add(s, &self.slots);
-        s
+        (s, fit)
     }
 
     /// Room for the subsets the walk will make, as far as the index tells: per selector, the
