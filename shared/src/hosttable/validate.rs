@@ -74,7 +74,7 @@ pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableE
 }
 
 /// [`host`] short of a walk of the labels: their count is checked, each one is left to
-/// [`label_fits`] (and their order to the caller). The index build checks the labels as it
+/// [`label_fits`] (and an archive's order to [`PreviousKey`]), in the caller's walk. The index build checks the labels as it
 /// interns them, one walk of each host's labels instead of two.
 pub(crate) fn host_but_labels<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
     address(index, host.address())?;
@@ -100,7 +100,7 @@ pub(crate) fn label_fits(k: &str, v: &str) -> bool {
 
 /// The last label key seen, copied (a visit lends each key for one call only), to check that
 /// an archive's keys are strictly ascending as a `BTreeMap`'s are.
-struct PreviousKey {
+pub(crate) struct PreviousKey {
     bytes: [u8; MAX_KEY_LEN],
     len: Option<usize>,
 }
@@ -117,7 +117,7 @@ impl Default for PreviousKey {
 impl PreviousKey {
     /// Whether `key` (at most [`MAX_KEY_LEN`] bytes) comes strictly after the previous key;
     /// it becomes the previous key.
-    fn precedes(&mut self, key: &str) -> bool {
+    pub(crate) fn precedes(&mut self, key: &str) -> bool {
         let key = key.as_bytes();
         let after = self.len.is_none_or(|len| after(key, &self.bytes[..len]));
         self.bytes[..key.len()].copy_from_slice(key);

@@ -16,7 +16,7 @@ use super::subsets::Subsets;
 use super::table::{Hit, Table};
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
 use crate::hosttable::{
-    HostView, MAX_HOSTS, host_but_labels, label_fits, validate_config, validate_host,
+    HostView, MAX_HOSTS, PreviousKey, host_but_labels, label_fits, validate_config,
 };
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
@@ -56,21 +56,19 @@ pub(super) fn build<H: HostView>(
     let (state, records) = (&lb.hasher, &lb.records);
     lb.addresses
         .reserve(hosts.len(), |&s| state.hash_one(records.address(s)));
-    // The labels of a `BTreeMap` (in order) are checked as `record` interns them, not in a
-    // walk of their own; an archive's need their order checked too, which the full check does.
-    let labels_on_record = checks == Checks::All && H::ORDERED;
+    // Labels (and an archive's label order) are checked as `record` interns them, not in a
+    // walk of their own: visiting an archived host's labels was a fifth of a build from bytes.
     for (index, host) in hosts.iter().enumerate() {
         let hash = lb.hasher.hash_one(host.address());
         let valid = match checks {
-            Checks::All if labels_on_record => host_but_labels(index, host).is_ok(),
-            Checks::All => validate_host(index, host).is_ok(),
+            Checks::All => host_but_labels(index, host).is_ok(),
             Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
         if !valid || lb.find_hashed(hash, host.address()).is_some() {
             return Err(());
         }
         let (_, labels_fit) = lb.push_slot_hashed(host, hash);
-        if labels_on_record && !labels_fit {
+        if checks == Checks::All && !labels_fit {
             return Err(());
         }
     }
@@ -185,13 +183,16 @@ impl SubsetLb {
 
     /// Records the host's address and key=value ids (sorted by key then id, interning new
     /// ones) for slot `s`. Returns whether every label fits the length rules (see
-    /// [`label_fits`]), for the build to check them in this walk.
+    /// [`label_fits`]) and, in an archive, comes after the one before (as in a `BTreeMap`), for
+    /// the build to check them in this walk.
     fn record<H: HostView>(&mut self, s: u32, host: &H) -> bool {
         let (interner, list_as_any) = (&mut self.interner, self.options.list_as_any);
         let kvs = self.records.start(s, host.address());
         let (mut position, mut fit) = (0, true);
+        let mut previous = (!H::ORDERED).then(PreviousKey::default);
         host.visit_labels(|k, v| {
-            fit &= label_fits(k, v);
+            // A key that does not fit is not copied as the previous one.
+            fit &= label_fits(k, v) && previous.as_mut().is_none_or(|p| p.precedes(k));
             let key = interner.intern_key_at(position, k);
             position += 1;
             if list_as_any {
