@@ -53,6 +53,7 @@ pub(super) fn build<H: HostView>(
         (t + h.address().len(), l + h.label_count())
     });
     lb.records.reserve(hosts.len(), text, labels);
+    lb.interner.expect_hosts(hosts.len());
     let (state, records) = (&lb.hasher, &lb.records);
     lb.addresses
         .reserve(hosts.len(), |&s| state.hash_one(records.address(s)));

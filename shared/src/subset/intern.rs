@@ -122,6 +122,10 @@ pub(super) struct Interner {
     kv_table: HashTable<KvEntry>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
+    /// Values a key may still get in the build under way (one per host left): room made for
+    /// them in `kv_table` when a key spills, so that a key unique per host does not grow the
+    /// table by doubling (its rehashes were ~7% of such a build); 0 outside a build.
+    expected: usize,
 }
 
 impl Interner {
@@ -298,6 +302,7 @@ impl Interner {
         if !small.spilled {
             let moved = core::mem::take(small);
             self.small[key as usize].spilled = true;
+            self.reserve_kvs(self.expected);
             moved
                 .iter()
                 .map(|(_, id)| id)
@@ -319,18 +324,38 @@ impl Interner {
         };
         // Out of `self` while it grows: rehashing a long value reads its text.
         let mut table = core::mem::take(&mut self.kv_table);
-        let this = &*self;
-        table.insert_unique(hash, entry, |e| match e.fp.is_whole() {
-            true => e.fp.hash(u64::from(e.key)),
-            false => this.hash(e.key, &e.fp, this.str(this.kvs[e.id as usize])),
-        });
+        table.insert_unique(hash, entry, |e| self.entry_hash(e));
         self.kv_table = table;
     }
 
-    /// Gives back the slack of the buffers grown by interning.
+    /// A build is about to intern the labels of `hosts` hosts.
+    pub(super) fn expect_hosts(&mut self, hosts: usize) {
+        self.expected = hosts;
+    }
+
+    /// Room in `kv_table` for `n` more values.
+    fn reserve_kvs(&mut self, n: usize) {
+        let mut table = core::mem::take(&mut self.kv_table);
+        table.reserve(n, |e| self.entry_hash(e));
+        self.kv_table = table;
+    }
+
+    fn entry_hash(&self, e: &KvEntry) -> u64 {
+        match e.fp.is_whole() {
+            true => e.fp.hash(u64::from(e.key)),
+            false => self.hash(e.key, &e.fp, self.str(self.kvs[e.id as usize])),
+        }
+    }
+
+    /// Ends a build: gives back the slack of the buffers grown by interning, and the room
+    /// made for values that did not come (a key with a few more values than the lanes hold).
     pub(super) fn shrink_to_fit(&mut self) {
+        self.expected = 0;
         self.text.shrink_to_fit();
         self.kvs.shrink_to_fit();
+        let mut table = core::mem::take(&mut self.kv_table);
+        table.shrink_to(table.len(), |e| self.entry_hash(e));
+        self.kv_table = table;
     }
 
     /// The key of a key=value id.
