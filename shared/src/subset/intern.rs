@@ -122,9 +122,10 @@ pub(super) struct Interner {
     kv_table: HashTable<KvEntry>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
-    /// Values a key may still get in the build under way (one per host left): room made for
-    /// them in `kv_table` when a key spills, so that a key unique per host does not grow the
-    /// table by doubling (its rehashes were ~7% of such a build); 0 outside a build.
+    /// Values a key may get in the build under way (one per host of the table, a bound):
+    /// room made for them in `kv_table` when a key spills, so that a key unique per host does
+    /// not grow the table by doubling (its rehashes were ~7% of such a build); 0 outside a
+    /// build.
     expected: usize,
 }
 
