@@ -74,8 +74,8 @@ pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableE
 }
 
 /// [`host`] short of a walk of the labels: their count is checked, each one is left to
-/// [`label_fits`] (and an archive's order to [`PreviousKey`]), in the caller's walk. The index build checks the labels as it
-/// interns them, one walk of each host's labels instead of two.
+/// [`label_fits`] (and an archive's order to [`PreviousKey`]) in the caller's walk. The index
+/// build checks the labels as it interns them, one walk of each host's labels instead of two.
 pub(crate) fn host_but_labels<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
     address(index, host.address())?;
     let weight = host.weight();
@@ -314,6 +314,14 @@ mod tests {
         ) {
             let (a, b): (Vec<u8>, Vec<u8>) = (a, b);
             prop_assert_eq!(super::after(&a, &b), a > b);
+        }
+
+        /// The build's yes-or-no label check and the one naming the broken rule are one rule set.
+        #[test]
+        fn label_fits_as_label_checks(k in 0usize..140, v in 0usize..270) {
+            let (k, v) = ("k".repeat(k), "v".repeat(v));
+            let checked = super::label(&k, &v, || "host 0".into()).is_ok();
+            prop_assert_eq!(super::label_fits(&k, &v), checked);
         }
     }
 }
