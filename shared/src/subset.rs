@@ -30,13 +30,16 @@
 //! twice as long as the build itself).
 //!
 //! Each subset keeps its members as a plain array of slots (identical subsets share one), so a
-//! pick is an array index; the bitsets are dropped once built. A subset of one host keeps no
-//! array, only that host's slot (a key unique per host makes a subset per host). Subsets of
-//! several keys are found by one hash probe on their value ids (which imply the keys) packed
-//! into one word ([`key`]), subsets of one key by their value id in an array ([`table`]);
-//! either carries the subset's set or host. A set without tombstones or unhealthy members
-//! picks without reading a slot; requests carry their pairs as ids in a fixed-size
-//! [`Metadata`], so [`SubsetLb::select`] allocates nothing.
+//! pick is an array index; the bitsets are dropped once built. Selectors whose key sets nest
+//! (`{a} ⊂ {a, b}`) share one order of the hosts, sorted by their values, in which every subset
+//! of those selectors is a range (a "chain", `build::chain`): the 15 selectors of 4 keys need
+//! 6 such orders, not 15 arrays as long. Hosts added later go to a set's own array. A subset
+//! of one host keeps no array, only that host's slot (a key unique per host makes a subset per
+//! host). Subsets of several keys are found by one hash probe on their value ids (which imply
+//! the keys) packed into one word ([`key`]), subsets of one key by their value id in an array
+//! ([`table`]); either carries the subset's set or host. A set without tombstones or
+//! unhealthy members picks without reading a slot; requests carry their pairs as ids in a
+//! fixed-size [`Metadata`], so [`SubsetLb::select`] allocates nothing.
 //!
 //! # Updates
 //!
@@ -214,6 +217,8 @@ pub struct SubsetLb {
     /// Subsets (and their sets or hosts) by their value ids.
     subset_table: Table,
     sets: Vec<PickSet>,
+    /// The chains' hosts, whose ranges are the sets' first members (see `build::chain`).
+    chains: Vec<u32>,
     free_sets: Vec<u32>,
     any: PickSet,
     /// The default subset's value ids (sorted) and hosts; `None` when it is every host.
@@ -383,6 +388,7 @@ impl SubsetLb {
         self.interner.heap_bytes()
             + sets
             + self.sets.capacity() * size_of::<PickSet>()
+            + self.chains.capacity() * size_of::<u32>()
             + self.subsets.heap_bytes()
             + self.subset_table.heap_bytes()
             + self.default.as_ref().map_or(0, |(_, set)| set.heap_bytes())

@@ -9,7 +9,7 @@ use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
 use super::intern::Interner;
-use super::pickset::{Child, PickSet, SetRef};
+use super::pickset::{Child, Members, PickSet, SetRef};
 use super::records::Records;
 use super::slot::Slot;
 use super::subsets::Subsets;
@@ -19,6 +19,10 @@ use crate::hosttable::{
     HostView, MAX_HOSTS, PreviousKey, host_but_labels, label_fits, validate_config,
 };
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
+
+mod chain;
+
+use chain::{Chains, Plan};
 
 /// A host list becomes a bitset over all slots when it has at least one slot in `DENSE` (then
 /// the bitset is no larger than the list): bitsets intersect a word (64 slots) at a time, while
@@ -76,7 +80,9 @@ pub(super) fn build<H: HostView>(
     let index = Index::new(&lb);
     lb.reserve_subsets(&index);
     let trie = Trie::new(&lb.selectors);
+    let plan = Plan::new(&lb.selectors, lb.options.list_as_any);
     let mut walk = Walk {
+        chains: Chains::new(plan),
         lb: &mut lb,
         index: &index,
         trie: &trie,
@@ -90,6 +96,7 @@ pub(super) fn build<H: HostView>(
     lb.build_default(&index);
     // The buffers grew by doubling; a table is built once and kept.
     lb.sets.shrink_to_fit();
+    lb.chains.shrink_to_fit();
     lb.interner.shrink_to_fit();
     lb.subset_table.shrink_to_fit();
     lb.subsets.shrink_to_fit();
@@ -118,6 +125,7 @@ impl SubsetLb {
             subsets: Subsets::default(),
             subset_table: Table::default(),
             sets: Vec::new(),
+            chains: Vec::new(),
             free_sets: Vec::new(),
             any: PickSet::all(),
             default: None,
@@ -270,8 +278,8 @@ impl SubsetLb {
         for &kv in kvs.iter() {
             cand = Some(index.intersect(cand.as_ref(), kv));
         }
-        let members = cand.map_or_else(Vec::new, |c| c.to_vec());
-        let set = PickSet::new(members, false, &self.slots);
+        let members = Members::owned(cand.map_or_else(Vec::new, |c| c.to_vec()));
+        let set = PickSet::new(members, false, &self.slots, &self.chains);
         if let Some((_, default)) = &mut self.default {
             *default = set;
         }
@@ -304,6 +312,7 @@ impl SubsetLb {
 /// The inverted index: per key=value id, the ascending slots carrying it, as one flat array,
 /// plus a bitset for the dense lists.
 struct Index {
+    hosts: usize,
     starts: Vec<u32>,
     slots: Vec<u32>,
     bitsets: Vec<Option<Box<[u64]>>>,
@@ -334,6 +343,7 @@ impl Index {
         }
         let words = lb.slots.len().div_ceil(64);
         let mut index = Index {
+            hosts: lb.slots.len(),
             starts,
             slots,
             bitsets: Vec::with_capacity(n),
@@ -353,6 +363,11 @@ impl Index {
             }
         }
         index
+    }
+
+    /// The slots indexed: `0..hosts`.
+    fn hosts(&self) -> usize {
+        self.hosts
     }
 
     fn list(&self, kv: u32) -> &[u32] {
@@ -443,6 +458,28 @@ impl Cand<'_> {
         first.unwrap_or_default()
     }
 
+    /// The highest slot of a set that is not empty.
+    fn last(&self) -> u32 {
+        let last = match self {
+            Cand::Bits(b) => b
+                .iter()
+                .enumerate()
+                .rfind(|(_, w)| **w != 0)
+                .map(|(i, w)| (i * 64) as u32 + 63 - w.leading_zeros()),
+            Cand::List(l) => l.last().copied(),
+        };
+        last.unwrap_or_default()
+    }
+
+    fn has(&self, s: u32) -> bool {
+        match self {
+            Cand::Bits(b) => b
+                .get(s as usize / 64)
+                .is_some_and(|w| w & (1 << (s % 64)) != 0),
+            Cand::List(l) => l.binary_search(&s).is_ok(),
+        }
+    }
+
     fn to_vec(&self) -> Vec<u32> {
         match self {
             Cand::Bits(b) => {
@@ -520,12 +557,14 @@ impl Trie {
 /// The depth-first walk making the subsets.
 struct Walk<'w> {
     lb: &'w mut SubsetLb,
+    chains: Chains,
     index: &'w Index,
     trie: &'w Trie,
     /// Value ids from the root to the current node.
     path: Vec<u32>,
-    /// Sets made so far, by members, so identical subsets share one.
-    dedup: HashTable<u32>,
+    /// Sets made so far, with the hash of their kind, size, lowest and highest slot, so that
+    /// identical subsets share one.
+    dedup: HashTable<(u64, u32)>,
     /// The weight of every host, if all are healthy and weigh the same.
     uniform: Option<u32>,
 }
@@ -581,7 +620,7 @@ impl<'w> Walk<'w> {
                 set
             }
             None if made.len == 1 => SetRef::one(cand.first()),
-            None => SetRef::set(self.shared_set(cand.to_vec(), single)),
+            None => SetRef::set(self.shared_set(selector, cand, made.len, single)),
         };
         made.sets[usize::from(single)] = Some(set);
         let path = core::mem::take(&mut self.path);
@@ -589,44 +628,50 @@ impl<'w> Walk<'w> {
         self.path = path;
     }
 
-    /// The set of an identical subset made before, or a new one.
-    fn shared_set(&mut self, members: Vec<u32>, single: bool) -> u32 {
-        let state = &self.lb.hasher;
-        let hash = sample_hash(state, single, &members);
-        let sets = &self.lb.sets;
-        let same = |&s: &u32| {
+    /// The `len` hosts of `cand`, a subset of `selector` (its values on the path): a range of
+    /// its chain, or else a list of their own.
+    fn members(&mut self, selector: u8, cand: &Cand<'_>, len: usize) -> Members {
+        let lb = &mut *self.lb;
+        let of = &lb.selectors[usize::from(selector)];
+        match (self.chains).range(of, selector, &self.path, len, self.index, &mut lb.chains) {
+            Some(start) => Members::shared(start, len as u32),
+            None => Members::owned(cand.to_vec()),
+        }
+    }
+
+    /// The set of an identical subset made before, or a new one of the `len` slots of
+    /// `cand`. Looked for before the members are made: they may need a chain sorted, and a
+    /// chain whose sets all exist already (the constant labels of MOSN's scheme) need not be.
+    fn shared_set(&mut self, selector: u8, cand: &Cand<'_>, len: usize, single: bool) -> u32 {
+        let first = cand.first();
+        let hash = self.lb.hasher.hash_one((single, len, first, cand.last()));
+        let (sets, chains) = (&self.lb.sets, &self.lb.chains[..]);
+        // Members are distinct, so as many all in `cand` are `cand`.
+        let same = |&(h, s): &(u64, u32)| {
             let set = &sets[s as usize];
-            set.single == single && set.members == members
+            h == hash
+                && set.single == single
+                && set.members.len() == len
+                && set.members.iter(chains).all(|m| cand.has(m))
         };
-        if let Some(&s) = self.dedup.find(hash, same) {
+        if let Some(&(_, s)) = self.dedup.find(hash, same) {
             self.lb.sets[s as usize].refs += 1;
             return s;
         }
-        let s = self.new_set(members, single);
-        let (state, sets) = (&self.lb.hasher, &self.lb.sets);
-        self.dedup.insert_unique(hash, s, |&s| {
-            let set = &sets[s as usize];
-            sample_hash(state, set.single, &set.members)
-        });
+        let members = self.members(selector, cand, len);
+        let s = self.new_set(members, first, single);
+        self.dedup.insert_unique(hash, (hash, s), |&(h, _)| h);
         s
     }
 
-    fn new_set(&mut self, members: Vec<u32>, single: bool) -> u32 {
+    fn new_set(&mut self, members: Members, first: u32, single: bool) -> u32 {
         let mut set = match self.uniform {
-            Some(weight) => PickSet::uniform(members, single, weight),
-            None => PickSet::new(members, single, &self.lb.slots),
+            Some(weight) => PickSet::uniform(members, first, single, weight),
+            None => PickSet::new(members, single, &self.lb.slots, &self.lb.chains),
         };
         set.refs = 1;
         self.lb.push_set(set)
     }
-}
-
-/// A hash of a member list from its length and three members: lists that differ there differ,
-/// and hashing every member of every subset would cost as much as making them.
-fn sample_hash(state: &FixedState, single: bool, members: &[u32]) -> u64 {
-    let n = members.len();
-    let at = |i: usize| members.get(i).copied().unwrap_or(0);
-    state.hash_one((single, n, at(0), at(n / 2), at(n.wrapping_sub(1))))
 }
 
 /// The weight of every host, if all are healthy and weigh the same.

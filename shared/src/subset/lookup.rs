@@ -24,7 +24,7 @@ impl SubsetLb {
         let slot = match self.find_subset(md)?.get() {
             Pool::Set(set) => {
                 let (slots, policy) = (self.slots.len(), self.options.child.policy);
-                self.sets[set as usize].pick_fast(slots, policy, rng)?
+                self.sets[set as usize].pick_fast(slots, &self.chains, policy, rng)?
             }
             Pool::One(s) => self.slots[s as usize].healthy.then_some(s)?,
         };
@@ -174,7 +174,7 @@ impl SubsetLb {
             },
             Target::Any => &mut self.any,
         };
-        let pick = set.pick(&self.slots, child, rng, exclude)?;
+        let pick = set.pick(&self.slots, &self.chains, child, rng, exclude)?;
         Some(self.picked(pick, fallback))
     }
 

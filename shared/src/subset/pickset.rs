@@ -1,9 +1,11 @@
 //! The member list of a subset (shared by identical subsets) and the child load balancers that
 //! pick from it.
 //!
-//! Members are a plain array of slots, so a pick is an index, never a bitmap `select`. Removed
-//! hosts stay in the array as tombstones (picks skip them) until they are more than half of it,
-//! which keeps a removal O(subsets of the host) instead of O(subset size).
+//! Members are a plain array of slots, so a pick is an index, never a bitmap `select`: a range
+//! of a chain (see [`chain`](super::chain)) that the build shares among the sets of nested
+//! selectors, then slots of the set's own (hosts added later). Removed hosts stay as
+//! tombstones (picks skip them) until they are more than half of the members, which keeps a
+//! removal O(subsets of the host) instead of O(subset size).
 
 use alloc::vec::Vec;
 
@@ -106,11 +108,69 @@ pub(super) fn pick_one(s: u32, slots: &[Slot], child: Child, exclude: Option<u32
     ok.then_some(Pick { slot: s, panic })
 }
 
+/// A set's member slots: `shared` slots of the chains from `start` on, then its `own`.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(super) struct Members {
+    start: u32,
+    shared: u32,
+    own: Vec<u32>,
+}
+
+impl Members {
+    /// Members of the set's own.
+    pub fn owned(own: Vec<u32>) -> Members {
+        Members {
+            start: 0,
+            shared: 0,
+            own,
+        }
+    }
+
+    /// The `len` slots of the chains from `start` on.
+    pub fn shared(start: u32, len: u32) -> Members {
+        Members {
+            start,
+            shared: len,
+            own: Vec::new(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.shared as usize + self.own.len()
+    }
+
+    /// Member `i` (< `len`).
+    #[inline]
+    pub fn get(&self, chains: &[u32], i: u32) -> u32 {
+        match i.checked_sub(self.shared) {
+            None => chains[(self.start + i) as usize],
+            Some(j) => self.own[j as usize],
+        }
+    }
+
+    pub fn iter<'a>(&'a self, chains: &'a [u32]) -> impl Iterator<Item = u32> + Clone + 'a {
+        let (start, shared) = (self.start as usize, self.shared as usize);
+        chains[start..start + shared]
+            .iter()
+            .chain(&self.own)
+            .copied()
+    }
+
+    pub fn push(&mut self, s: u32) {
+        self.own.push(s);
+    }
+
+    /// Heap bytes of its own (the chains are counted once, by their owner).
+    pub fn heap_bytes(&self) -> usize {
+        self.own.capacity() * size_of::<u32>()
+    }
+}
+
 /// The hosts of one or more identical subsets, or (`all`) of the whole table.
 #[derive(Debug, Default)]
 pub(super) struct PickSet {
     /// Member slots, possibly dead; unused when `all`.
-    pub members: Vec<u32>,
+    pub members: Members,
     /// Every slot of the table is a member.
     pub all: bool,
     /// Subsets sharing this set.
@@ -129,26 +189,26 @@ pub(super) struct PickSet {
 
 impl PickSet {
     /// A set of live `members`.
-    pub fn new(members: Vec<u32>, single: bool, slots: &[Slot]) -> PickSet {
+    pub fn new(members: Members, single: bool, slots: &[Slot], chains: &[u32]) -> PickSet {
         let mut set = PickSet {
             single,
-            first: members.iter().min().copied().unwrap_or(0),
+            first: members.iter(chains).min().unwrap_or(0),
             ..PickSet::default()
         };
-        for &m in &members {
+        for m in members.iter(chains) {
             set.count_in(&slots[m as usize]);
         }
         set.members = members;
         set
     }
 
-    /// A set of live `members` (ascending) of a table whose hosts are all healthy and weigh
-    /// `weight`: counted without reading a slot.
-    pub fn uniform(members: Vec<u32>, single: bool, weight: u32) -> PickSet {
+    /// A set of live `members`, the lowest `first`, of a table whose hosts are all healthy and
+    /// weigh `weight`: counted without reading a slot.
+    pub fn uniform(members: Members, first: u32, single: bool, weight: u32) -> PickSet {
         let n = members.len() as u32;
         PickSet {
             single,
-            first: members.first().copied().unwrap_or(0),
+            first,
             live: n,
             healthy: n,
             max_weight: weight,
@@ -183,17 +243,17 @@ impl PickSet {
     }
 
     /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.
-    pub fn remove(&mut self, s: u32, slots: &[Slot]) {
+    pub fn remove(&mut self, s: u32, slots: &[Slot], chains: &[u32]) {
         self.live -= 1;
         self.healthy -= u32::from(slots[s as usize].healthy);
         if self.single && self.first == s && self.live > 0 {
-            self.first = self.lowest_live(slots, s);
+            self.first = self.lowest_live(slots, chains, s);
         }
     }
 
-    fn lowest_live(&self, slots: &[Slot], removed: u32) -> u32 {
-        let live = |&&m: &&u32| m != removed && slots[m as usize].alive;
-        self.members.iter().filter(live).min().copied().unwrap_or(0)
+    fn lowest_live(&self, slots: &[Slot], chains: &[u32], removed: u32) -> u32 {
+        let live = |&m: &u32| m != removed && slots[m as usize].alive;
+        self.members.iter(chains).filter(live).min().unwrap_or(0)
     }
 
     /// Whether tombstones are more than half of the members.
@@ -201,25 +261,29 @@ impl PickSet {
         !self.all && self.members.len() > 2 * self.live as usize
     }
 
-    /// Drops the tombstones; returns their slots, no longer held by this set.
-    pub fn compact(&mut self, slots: &[Slot]) -> Vec<u32> {
-        let (live, dead): (Vec<u32>, _) =
-            self.members.iter().partition(|&&m| slots[m as usize].alive);
+    /// Drops the tombstones (the live members become the set's own); returns their slots, no
+    /// longer held by this set.
+    pub fn compact(&mut self, slots: &[Slot], chains: &[u32]) -> Vec<u32> {
+        let (live, dead): (Vec<u32>, _) = self
+            .members
+            .iter(chains)
+            .partition(|&m| slots[m as usize].alive);
         self.first = live.iter().min().copied().unwrap_or(0);
-        self.members = live;
+        self.members = Members::owned(live);
         dead
     }
 
     /// The live members, for a copy.
-    pub fn live_members(&self, slots: &[Slot]) -> Vec<u32> {
-        let live = |m: &&u32| slots[**m as usize].alive;
-        self.members.iter().filter(live).copied().collect()
+    pub fn live_members(&self, slots: &[Slot], chains: &[u32]) -> Vec<u32> {
+        let live = |m: &u32| slots[*m as usize].alive;
+        self.members.iter(chains).filter(live).collect()
     }
 
     /// Picks a host, never `exclude`; `None` if the set has no host the policy may pick.
     pub fn pick(
         &mut self,
         slots: &[Slot],
+        chains: &[u32],
         child: Child,
         rng: &mut Rng,
         exclude: Option<u32>,
@@ -231,7 +295,7 @@ impl PickSet {
             return self.pick_single(slots, child, exclude);
         }
         if exclude.is_none()
-            && let Some(slot) = self.pick_clean(slots.len(), child.policy, rng)
+            && let Some(slot) = self.pick_clean(slots.len(), chains, child.policy, rng)
         {
             return Some(Pick { slot, panic: false });
         }
@@ -246,7 +310,7 @@ impl PickSet {
             self.members.len() as u32
         };
         let view = View {
-            members: (!self.all).then_some(&self.members[..]),
+            members: (!self.all).then_some((&self.members, chains)),
             slots,
             n,
             panic,
@@ -264,17 +328,29 @@ impl PickSet {
     /// [`PickSet::pick`] without `exclude` when it would take [`PickSet::pick_clean`], else
     /// `None` with nothing changed: the lookup's fast path, which the general pick redoes.
     #[inline]
-    pub fn pick_fast(&mut self, slot_count: usize, policy: LbPolicy, rng: &mut Rng) -> Option<u32> {
+    pub fn pick_fast(
+        &mut self,
+        slot_count: usize,
+        chains: &[u32],
+        policy: LbPolicy,
+        rng: &mut Rng,
+    ) -> Option<u32> {
         if self.live == 0 || self.single {
             return None;
         }
-        self.pick_clean(slot_count, policy, rng)
+        self.pick_clean(slot_count, chains, policy, rng)
     }
 
     /// Picks without reading the slots when every member is live and healthy (no tombstone,
     /// no panic, any member eligible), as the general pick would; `None` to take that one.
     #[inline]
-    fn pick_clean(&mut self, slot_count: usize, policy: LbPolicy, rng: &mut Rng) -> Option<u32> {
+    fn pick_clean(
+        &mut self,
+        slot_count: usize,
+        chains: &[u32],
+        policy: LbPolicy,
+        rng: &mut Rng,
+    ) -> Option<u32> {
         let n = match self.all {
             true => slot_count,
             false => self.members.len(),
@@ -297,7 +373,7 @@ impl PickSet {
         };
         Some(match self.all {
             true => i,
-            false => self.members[i as usize],
+            false => self.members.get(chains, i),
         })
     }
 
@@ -305,16 +381,16 @@ impl PickSet {
         pick_one(self.first, slots, child, exclude)
     }
 
-    /// Heap bytes held, for the memory figures.
+    /// Heap bytes held, for the memory figures (not counting the chains).
     pub fn heap_bytes(&self) -> usize {
-        self.members.capacity() * size_of::<u32>()
+        self.members.heap_bytes()
     }
 }
 
 /// The candidates of one pick.
 struct View<'a> {
     /// `None`: every slot.
-    members: Option<&'a [u32]>,
+    members: Option<(&'a Members, &'a [u32])>,
     slots: &'a [Slot],
     n: u32,
     panic: bool,
@@ -323,7 +399,7 @@ struct View<'a> {
 
 impl View<'_> {
     fn at(&self, i: u32) -> u32 {
-        self.members.map_or(i, |m| m[i as usize])
+        self.members.map_or(i, |(m, chains)| m.get(chains, i))
     }
 
     fn ok(&self, s: u32) -> bool {

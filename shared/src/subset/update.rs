@@ -3,7 +3,7 @@
 use alloc::{vec, vec::Vec};
 use core::hash::BuildHasher;
 
-use super::pickset::{PickSet, Pool, SetRef};
+use super::pickset::{Members, PickSet, Pool, SetRef};
 use super::{HostId, SubsetError, SubsetLb};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
@@ -48,11 +48,11 @@ impl SubsetLb {
             entry.remove();
         }
         for &set in &sets {
-            self.sets[set as usize].remove(s, &self.slots);
+            self.sets[set as usize].remove(s, &self.slots, &self.chains);
         }
-        self.any.remove(s, &self.slots);
+        self.any.remove(s, &self.slots, &self.chains);
         if in_default && let Some((_, set)) = &mut self.default {
-            set.remove(s, &self.slots);
+            set.remove(s, &self.slots, &self.chains);
         }
         self.free_slot_if_unheld(s);
         for &i in &subsets {
@@ -201,7 +201,7 @@ impl SubsetLb {
             self.sets[i as usize].add(s, &self.slots);
             return;
         }
-        let mut members = shared.live_members(&self.slots);
+        let mut members = shared.live_members(&self.slots, &self.chains);
         members.push(s);
         let single = shared.single;
         self.sets[i as usize].refs -= subsets.len() as u32;
@@ -228,7 +228,8 @@ impl SubsetLb {
 
     /// A new set of `members` for `subsets`, which leave their old one.
     fn move_to_new_set(&mut self, members: Vec<u32>, single: bool, subsets: &[u32]) {
-        let mut copy = PickSet::new(members, single, &self.slots);
+        let members = Members::owned(members);
+        let mut copy = PickSet::new(members, single, &self.slots, &self.chains);
         copy.refs = subsets.len() as u32;
         let copy = SetRef::set(self.push_set(copy));
         for &i in subsets {
@@ -265,6 +266,7 @@ impl SubsetLb {
             let members = core::mem::take(&mut shared.members);
             *shared = PickSet::default();
             self.free_sets.push(set);
+            let members = members.iter(&self.chains).collect();
             self.release_slots(members);
         }
     }
@@ -272,7 +274,7 @@ impl SubsetLb {
     fn compact_set(&mut self, set: u32) {
         let shared = &mut self.sets[set as usize];
         if shared.refs > 0 && shared.wants_compaction() {
-            let dead = shared.compact(&self.slots);
+            let dead = shared.compact(&self.slots, &self.chains);
             self.release_slots(dead);
         }
     }
@@ -281,7 +283,7 @@ impl SubsetLb {
         if let Some((_, set)) = &mut self.default
             && set.wants_compaction()
         {
-            let dead = set.compact(&self.slots);
+            let dead = set.compact(&self.slots, &self.chains);
             self.release_slots(dead);
         }
     }

@@ -620,3 +620,48 @@ fn build_validated_skips_only_what_the_index_does_not_need() {
     t.hosts[0].address = t.hosts[1].address.clone();
     assert!(SubsetLb::build_validated(&t).is_err());
 }
+
+#[test]
+fn nested_selectors_share_one_order_of_hosts() {
+    // All 15 selectors of 4 keys: 6 chains (the 6 pairs nest in none of each other) hold the
+    // members of every set of two or more hosts, n slots each.
+    let keys = ["a", "b", "c", "d"];
+    let mut config = config(FallbackPolicy::NoFallback);
+    let all: Vec<Vec<&str>> = (1u32..16)
+        .map(|m| {
+            (0..4)
+                .filter(|k| m & (1 << k) != 0)
+                .map(|k| keys[k])
+                .collect()
+        })
+        .collect();
+    config.selectors = selectors(&all.iter().map(|s| &s[..]).collect::<Vec<_>>());
+    let labels: Vec<String> = (0..200)
+        .map(|i| {
+            format!(
+                "a={},b={},c={},d={}",
+                i % 2,
+                i / 2 % 2,
+                i / 4 % 2,
+                i / 8 % 2
+            )
+        })
+        .collect();
+    let labels: Vec<&str> = labels.iter().map(String::as_str).collect();
+    let mut lb = SubsetLb::build(&table(&labels, config)).unwrap();
+    assert_eq!(lb.chains.len(), 6 * 200);
+    assert!(lb.sets.iter().all(|s| s.members.heap_bytes() == 0));
+    // Hosts join (as members of the sets' own) and leave (as tombstones) a chained set.
+    let (a0b1, _) = picks(&mut lb, &[("a", "0"), ("b", "1")], 400);
+    assert_eq!(a0b1.len(), 50);
+    lb.add_host(
+        Host::new("http://new")
+            .with_label("a", "0")
+            .with_label("b", "1"),
+    )
+    .unwrap();
+    lb.remove_host("http://h2").unwrap();
+    let (now, _) = picks(&mut lb, &[("a", "0"), ("b", "1")], 400);
+    assert_eq!(now.len(), 50);
+    assert!(now.contains("http://new") && !now.contains("http://h2"));
+}
