@@ -331,6 +331,19 @@ const NEXT: [[u8; 256]; 16] = {
     table
 };
 
+/// [`NEXT`] with its rows laid end to end and each state stored times 256, its row's start: a
+/// step is then an add, a mask and a load, where indexing [`NEXT`] also waits for a shift
+/// (the scan is one chain of steps, each waiting for the one before).
+const STEP: [u16; 16 * 256] = {
+    let mut table = [0u16; 16 * 256];
+    let mut i = 0;
+    while i < 16 * 256 {
+        table[i] = (NEXT[i / 256][i % 256] as u16) << 8;
+        i += 1;
+    }
+    table
+};
+
 const fn next(s: u8, c: u8) -> u8 {
     use state::*;
     let host_byte = c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
@@ -365,12 +378,16 @@ const fn next(s: u8, c: u8) -> u8 {
 fn host_port_path(rest: &[u8]) -> bool {
     // Where the port's digits start (the end if there is no port): a position, not an
     // `Option`, is one conditional move per byte.
-    let (mut at, mut port) = (state::START, rest.len());
+    let (mut at, mut port) = (usize::from(state::START) << 8, rest.len());
     for (i, &c) in rest.iter().enumerate() {
-        at = NEXT[usize::from(at & 15)][usize::from(c)];
-        port = if at == state::COLON { i + 1 } else { port };
+        at = usize::from(STEP[(at + usize::from(c)) & 0xfff]);
+        port = if at == usize::from(state::COLON) << 8 {
+            i + 1
+        } else {
+            port
+        };
     }
-    let complete = !matches!(at, state::START | state::COLON | state::FAIL);
+    let complete = !matches!((at >> 8) as u8, state::START | state::COLON | state::FAIL);
     complete && (port == rest.len() || port_in_range(&rest[port..]))
 }
 
