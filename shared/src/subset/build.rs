@@ -645,14 +645,15 @@ impl<'w> Walk<'w> {
     fn shared_set(&mut self, selector: u8, cand: &Cand<'_>, len: usize, single: bool) -> u32 {
         let first = cand.first();
         let hash = self.lb.hasher.hash_one((single, len, first, cand.last()));
-        let (sets, chains) = (&self.lb.sets, &self.lb.chains[..]);
-        // Members are distinct, so as many all in `cand` are `cand`.
+        let (sets, chains, all) = (&self.lb.sets, &self.lb.chains[..], self.index.hosts());
+        // Members are distinct, so as many all in `cand` are `cand` (and as many as the
+        // table's hosts are all of them).
         let same = |&(h, s): &(u64, u32)| {
             let set = &sets[s as usize];
             h == hash
                 && set.single == single
                 && set.members.len() == len
-                && set.members.iter(chains).all(|m| cand.has(m))
+                && (len == all || set.members.iter(chains).all(|m| cand.has(m)))
         };
         if let Some(&(_, s)) = self.dedup.find(hash, same) {
             self.lb.sets[s as usize].refs += 1;

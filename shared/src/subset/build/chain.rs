@@ -9,16 +9,17 @@
 //! build, where each set used to extract its members from a bitset.
 //!
 //! Chains assume one value per key and host; with `list_as_any` (a host in several subsets of
-//! a selector) every set keeps members of its own, as does a selector whose chain's values do
-//! not fit a 32-bit sort key.
+//! a selector) every set keeps members of its own, as does a selector whose chain's values
+//! need more buckets than [`MAX_BITS`] (or the host count) allows.
 
 use alloc::{vec, vec::Vec};
 
 use super::Index;
 use crate::subset::Selector;
 
-/// Bits of the sort key per counting pass.
-const DIGIT: u32 = 11;
+/// Bits of a chain's sort key, its counting sort's buckets, when the hosts are fewer; else as
+/// many bits as the host count has.
+const MAX_BITS: u32 = 12;
 
 /// Chains of selectors whose key sets nest, and each selector's chain.
 pub(super) struct Plan {
@@ -75,8 +76,8 @@ impl Plan {
 struct Sorted {
     /// Where the chain starts in `SubsetLb::chains`.
     base: u32,
-    /// Per position, its host's sort key (high half) and slot (low half), ascending.
-    keys: Vec<u64>,
+    /// Per sort key, where its hosts start (one more at the end: the chain's length).
+    starts: Vec<u32>,
     /// Per chain key that fits the sort key, the shift of its field.
     shifts: Vec<u32>,
 }
@@ -86,9 +87,8 @@ pub(super) struct Chains {
     plan: Plan,
     sorted: Vec<Option<Sorted>>,
     /// Per key id, each host's rank among the key's values (the value count if it has none);
-    /// made once for all chains with that key. Empty: not made; `None`: a host has two
-    /// values (chains with that key are not used).
-    ranks: Vec<Option<Vec<u32>>>,
+    /// made once for all chains with that key (empty: not made yet).
+    ranks: Vec<Vec<u32>>,
 }
 
 impl Chains {
@@ -123,28 +123,32 @@ impl Chains {
         if depth == 0 || depth > sorted.shifts.len() {
             return None;
         }
-        let mut prefix = 0u64;
+        let mut prefix = 0usize;
         for (&key, &shift) in self.plan.keys[c].iter().zip(&sorted.shifts).take(depth) {
             let kv = kvs[selector.keys.binary_search(&key).ok()?];
             let rank = hosts.values(key).binary_search(&kv).ok()?;
-            prefix |= (rank as u64) << shift;
+            prefix |= rank << shift;
         }
-        let end = prefix + (1 << sorted.shifts[depth - 1]);
-        let start = sorted.keys.partition_point(|&k| k >> 32 < prefix);
-        // The bitsets counted `len` hosts with these values: the range is theirs exactly
-        // when its last one still has them.
-        let last = *sorted.keys.get((start + len).checked_sub(1)?)?;
-        (last >> 32 < end).then(|| sorted.base + start as u32)
+        let start = *sorted.starts.get(prefix)?;
+        let end = *sorted
+            .starts
+            .get(prefix + (1 << sorted.shifts[depth - 1]))?;
+        // Every host in the range has the subset's values (ranks are of values a host has),
+        // so as many as the bitsets counted are the subset's hosts. Not as many: a host broke
+        // the one value per key, and the subset keeps its own members.
+        (end - start == len as u32).then_some(sorted.base + start)
     }
 
-    /// Chain `c`'s hosts sorted by their ranks of its keys, the first most significant (as
-    /// many keys as fit in 32 bits), appended to `chains`.
+    /// Chain `c`'s hosts sorted by their ranks of its keys, the first most significant, as
+    /// many keys as fit a counting sort's buckets, appended to `chains`.
     fn sort(&mut self, c: usize, hosts: &Index, chains: &mut Vec<u32>) -> Option<Sorted> {
+        let n = hosts.hosts();
         let keys = &self.plan.keys[c];
+        let most = MAX_BITS.max(usize::BITS - n.leading_zeros());
         let (mut shifts, mut total) = (Vec::new(), 0u32);
         for &key in keys {
             let bits = u32::BITS - (hosts.values(key).len() as u32).leading_zeros();
-            if total + bits > 32 {
+            if total + bits > most {
                 break;
             }
             total += bits;
@@ -155,76 +159,57 @@ impl Chains {
             used += *shift;
             *shift = total - used;
         }
-        for &key in &keys[..shifts.len()] {
-            ranks_of(&mut self.ranks, key, hosts);
-        }
-        let columns: Vec<(&[u32], u32)> = keys
-            .iter()
-            .zip(&shifts)
-            .map(|(&k, &shift)| Some((self.ranks[k as usize].as_deref()?, shift)))
-            .collect::<Option<_>>()?;
-        let mut packed: Vec<u64> = (0..hosts.hosts() as u64).collect();
-        for (column, shift) in columns {
-            for (p, &rank) in packed.iter_mut().zip(column) {
-                *p |= u64::from(rank) << (shift + 32);
+        let mut sort_keys = vec![0u32; n];
+        for (&key, &shift) in keys.iter().zip(&shifts) {
+            for (k, &rank) in sort_keys
+                .iter_mut()
+                .zip(ranks_of(&mut self.ranks, key, hosts))
+            {
+                *k |= rank << shift;
             }
         }
-        let keys = radix_sort(packed, total);
+        // A counting sort: slots in ascending order within a bucket.
+        let mut starts = vec![0u32; (1 << total) + 1];
+        for &k in &sort_keys {
+            starts[k as usize + 1] += 1;
+        }
+        for b in 0..1 << total {
+            starts[b + 1] += starts[b];
+        }
         let base = u32::try_from(chains.len()).ok()?;
-        chains.extend(keys.iter().map(|&p| p as u32));
-        Some(Sorted { base, keys, shifts })
-    }
-}
-
-/// Makes each host's rank among `key`'s values, if not made yet (see `Chains::ranks`).
-fn ranks_of(made: &mut Vec<Option<Vec<u32>>>, key: u32, hosts: &Index) {
-    let k = key as usize;
-    if made.len() <= k {
-        made.resize_with(k + 1, || Some(Vec::new()));
-    }
-    if made[k].as_ref().is_none_or(|r| !r.is_empty()) {
-        return;
-    }
-    let values = hosts.values(key);
-    let none = values.len() as u32;
-    let mut ranks = vec![none; hosts.hosts()];
-    for (rank, &kv) in values.iter().enumerate() {
-        for &s in hosts.list(kv) {
-            if ranks[s as usize] != none {
-                made[k] = None;
-                return;
-            }
-            ranks[s as usize] = rank as u32;
-        }
-    }
-    made[k] = Some(ranks);
-}
-
-/// `packed` sorted stably by bits `32..32 + bits` (the rest is zero there): least
-/// significant digit first, a counting pass per digit.
-fn radix_sort(packed: Vec<u64>, bits: u32) -> Vec<u64> {
-    let (mut packed, mut next) = (packed, Vec::new());
-    let mut low = 32;
-    while low < 32 + bits {
-        let width = DIGIT.min(32 + bits - low);
-        let digit = |p: u64| ((p >> low) & ((1 << width) - 1)) as usize;
-        let mut at = vec![0u32; (1 << width) + 1];
-        for &p in &packed {
-            at[digit(p) + 1] += 1;
-        }
-        for d in 0..1 << width {
-            at[d + 1] += at[d];
-        }
-        next.resize(packed.len(), 0);
-        for &p in &packed {
-            let to = &mut at[digit(p)];
-            next[*to as usize] = p;
+        chains.resize(chains.len() + n, 0);
+        let chain = &mut chains[base as usize..];
+        let mut at = starts.clone();
+        for (s, &k) in sort_keys.iter().enumerate() {
+            let to = &mut at[k as usize];
+            chain[*to as usize] = s as u32;
             *to += 1;
         }
-        core::mem::swap(&mut packed, &mut next);
-        low += width;
+        Some(Sorted {
+            base,
+            starts,
+            shifts,
+        })
     }
-    packed
+}
+
+/// Each host's rank among `key`'s values, made once (see `Chains::ranks`).
+fn ranks_of<'r>(made: &'r mut Vec<Vec<u32>>, key: u32, hosts: &Index) -> &'r [u32] {
+    let k = key as usize;
+    if made.len() <= k {
+        made.resize_with(k + 1, Vec::new);
+    }
+    if made[k].is_empty() {
+        let values = hosts.values(key);
+        let mut ranks = vec![values.len() as u32; hosts.hosts()];
+        for (rank, &kv) in values.iter().enumerate() {
+            for &s in hosts.list(kv) {
+                ranks[s as usize] = rank as u32;
+            }
+        }
+        made[k] = ranks;
+    }
+    &made[k]
 }
 
 #[cfg(test)]
