@@ -315,8 +315,8 @@ mod state {
     pub const FAIL: u8 = 10;
 }
 
-/// The state after each byte, from each state; rows past the states are all `FAIL`, so
-/// that the index of a state masked to four bits needs no bounds check.
+/// The state after each byte, from each state; rows past the states are all `FAIL` (so that
+/// [`STEP`]'s index, masked to its length, needs no bounds check and never leaves `FAIL`).
 const NEXT: [[u8; 256]; 16] = {
     let mut table = [[state::FAIL; 256]; 16];
     let mut s = 0;

@@ -219,6 +219,8 @@ pub struct SubsetLb {
     sets: Vec<PickSet>,
     /// The chains' hosts, whose ranges are the sets' first members (see `build::chain`).
     chains: Vec<u32>,
+    /// Sets with members in `chains`: when none is left, updates free the chains.
+    chained: u32,
     free_sets: Vec<u32>,
     any: PickSet,
     /// The default subset's value ids (sorted) and hosts; `None` when it is every host.

@@ -126,6 +126,7 @@ impl SubsetLb {
             subset_table: Table::default(),
             sets: Vec::new(),
             chains: Vec::new(),
+            chained: 0,
             free_sets: Vec::new(),
             any: PickSet::all(),
             default: None,
@@ -296,6 +297,7 @@ impl SubsetLb {
 
     /// Stores a new pick set; returns its index.
     pub(super) fn push_set(&mut self, set: PickSet) -> u32 {
+        self.chained += u32::from(set.members.is_chained());
         match self.free_sets.pop() {
             Some(i) => {
                 self.sets[i as usize] = set;

@@ -2,8 +2,8 @@
 //! pick from it.
 //!
 //! Members are a plain array of slots, so a pick is an index, never a bitmap `select`: a range
-//! of a chain (see [`chain`](super::chain)) that the build shares among the sets of nested
-//! selectors, then slots of the set's own (hosts added later). Removed hosts stay as
+//! of a chain (see `build::chain`) that the build shares among the sets of nested selectors,
+//! then slots of the set's own (hosts added later). Removed hosts stay as
 //! tombstones (picks skip them) until they are more than half of the members, which keeps a
 //! removal O(subsets of the host) instead of O(subset size).
 
@@ -129,7 +129,8 @@ impl Members {
     /// The `len` slots of the chains from `start` on.
     pub fn shared(start: u32, len: u32) -> Members {
         Members {
-            start,
+            // None shared start at 0: freed chains are empty.
+            start: if len == 0 { 0 } else { start },
             shared: len,
             own: Vec::new(),
         }
@@ -137,6 +138,11 @@ impl Members {
 
     pub fn len(&self) -> usize {
         self.shared as usize + self.own.len()
+    }
+
+    /// Whether some members are in the chains.
+    pub fn is_chained(&self) -> bool {
+        self.shared > 0
     }
 
     /// Member `i` (< `len`).

@@ -266,16 +266,31 @@ impl SubsetLb {
             let members = core::mem::take(&mut shared.members);
             *shared = PickSet::default();
             self.free_sets.push(set);
-            let members = members.iter(&self.chains).collect();
-            self.release_slots(members);
+            self.release_slots(members.iter(&self.chains).collect());
+            if members.is_chained() {
+                self.unchain();
+            }
         }
     }
 
     fn compact_set(&mut self, set: u32) {
         let shared = &mut self.sets[set as usize];
         if shared.refs > 0 && shared.wants_compaction() {
+            let chained = shared.members.is_chained();
             let dead = shared.compact(&self.slots, &self.chains);
             self.release_slots(dead);
+            if chained {
+                self.unchain();
+            }
+        }
+    }
+
+    /// A set's members left the chains (compacted, or the set dropped): once no set has any
+    /// there, the chains go too (until the next build), rather than outlive every set.
+    fn unchain(&mut self) {
+        self.chained -= 1;
+        if self.chained == 0 {
+            self.chains = Vec::new();
         }
     }
 

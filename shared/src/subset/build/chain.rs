@@ -140,7 +140,8 @@ impl Chains {
     }
 
     /// Chain `c`'s hosts sorted by their ranks of its keys, the first most significant, as
-    /// many keys as fit a counting sort's buckets, appended to `chains`.
+    /// many keys as fit a counting sort's buckets, appended to `chains`; only the hosts with
+    /// its first key, which every selector of the chain has (a rare key makes a short chain).
     fn sort(&mut self, c: usize, hosts: &Index, chains: &mut Vec<u32>) -> Option<Sorted> {
         let n = hosts.hosts();
         let keys = &self.plan.keys[c];
@@ -153,6 +154,9 @@ impl Chains {
             }
             total += bits;
             shifts.push(bits);
+        }
+        if shifts.is_empty() {
+            return None;
         }
         let mut used = 0;
         for shift in shifts.iter_mut() {
@@ -176,14 +180,18 @@ impl Chains {
         for b in 0..1 << total {
             starts[b + 1] += starts[b];
         }
+        // Hosts without the first key sort last, from the first key's missing rank on.
+        let cutoff = (hosts.values(keys[0]).len() as u32) << shifts[0];
         let base = u32::try_from(chains.len()).ok()?;
-        chains.resize(chains.len() + n, 0);
+        chains.resize(chains.len() + starts[cutoff as usize] as usize, 0);
         let chain = &mut chains[base as usize..];
         let mut at = starts.clone();
         for (s, &k) in sort_keys.iter().enumerate() {
-            let to = &mut at[k as usize];
-            chain[*to as usize] = s as u32;
-            *to += 1;
+            if k < cutoff {
+                let to = &mut at[k as usize];
+                chain[*to as usize] = s as u32;
+                *to += 1;
+            }
         }
         Some(Sorted {
             base,

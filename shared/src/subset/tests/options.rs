@@ -664,4 +664,14 @@ fn nested_selectors_share_one_order_of_hosts() {
     let (now, _) = picks(&mut lb, &[("a", "0"), ("b", "1")], 400);
     assert_eq!(now.len(), 50);
     assert!(now.contains("http://new") && !now.contains("http://h2"));
+    // Once no set has members in the chains, they are freed.
+    assert!(lb.chained > 0);
+    for i in (0..200).filter(|&i| i != 2) {
+        lb.remove_host(&format!("http://h{i}")).unwrap();
+    }
+    assert_eq!((lb.chained, lb.chains.capacity()), (0, 0));
+    assert_eq!(
+        picks(&mut lb, &[("a", "0"), ("b", "1")], 4).0,
+        set(&["new"])
+    );
 }
