@@ -279,24 +279,50 @@ mod tests;
 /// `false` leaves the verdict, and the reason of a refusal, to it. Host tables check every
 /// address (a million at most), and the general checks take several passes.
 fn plainly_valid(url: &str) -> bool {
+    plain_rest(url).is_some_and(host_port_path)
+}
+
+/// Whether every one of `urls` is [`plainly_valid`] and at most `max_len` bytes long. Two at
+/// a time, their scans interleaved: each scan is a chain of loads that wait for each other, so
+/// a second one runs in the first one's shadow (a host table's addresses are alike in
+/// length). `false` leaves the verdicts to [`Origin::check`], one by one.
+pub(crate) fn all_plainly_valid<'a>(
+    mut urls: impl Iterator<Item = &'a str>,
+    max_len: usize,
+) -> bool {
+    let rest = |url: &'a str| plain_rest(url).filter(|_| url.len() <= max_len);
+    loop {
+        let (a, b) = match (urls.next(), urls.next()) {
+            (Some(a), Some(b)) => (rest(a), rest(b)),
+            (Some(a), None) => return rest(a).is_some_and(host_port_path),
+            (None, _) => return true,
+        };
+        match (a, b) {
+            (Some(a), Some(b)) if host_port_path_pair(a, b) => {}
+            _ => return false,
+        }
+    }
+}
+
+/// What follows `http(s)://` in `url`, if that is how it starts and it is not too long.
+fn plain_rest(url: &str) -> Option<&[u8]> {
     let b = url.as_bytes();
     if b.len() > MAX_URL_LEN {
-        return false;
+        return None;
     }
     // Case folded by setting bit 5 of each byte: among all bytes, only `H` and `h` give `h`,
     // and so on for the other letters of the schemes; one comparison instead of one a byte.
     const HTTP: u32 = u32::from_le_bytes(*b"http");
     let http = |a: u8, b: u8, c: u8, d: u8| u32::from_le_bytes([a, b, c, d]) | 0x2020_2020 == HTTP;
-    let rest = match b {
-        [a, b, c, d, b':', b'/', b'/', rest @ ..] if http(*a, *b, *c, *d) => rest,
+    match b {
+        [a, b, c, d, b':', b'/', b'/', rest @ ..] if http(*a, *b, *c, *d) => Some(rest),
         [a, b, c, d, s, b':', b'/', b'/', rest @ ..]
             if http(*a, *b, *c, *d) && *s | 0x20 == b's' =>
         {
-            rest
+            Some(rest)
         }
-        _ => return false,
-    };
-    host_port_path(rest)
+        _ => None,
+    }
 }
 
 /// States of [`host_port_path`]'s scan: where in `host[:port][/path]` the bytes so far end.
@@ -376,19 +402,68 @@ const fn next(s: u8, c: u8) -> u8 {
 /// addresses differ in where their dots, port and path fall, and a scan part by part
 /// mispredicted about four branches per address.
 fn host_port_path(rest: &[u8]) -> bool {
-    // Where the port's digits start (the end if there is no port): a position, not an
-    // `Option`, is one conditional move per byte.
-    let (mut at, mut port) = (usize::from(state::START) << 8, rest.len());
-    for (i, &c) in rest.iter().enumerate() {
-        at = usize::from(STEP[(at + usize::from(c)) & 0xfff]);
-        port = if at == usize::from(state::COLON) << 8 {
+    Scan::new(rest).run(0, rest.len()).verdict()
+}
+
+/// [`host_port_path`] of `a` and of `b`, the two scans interleaved.
+fn host_port_path_pair(a: &[u8], b: &[u8]) -> bool {
+    let common = a.len().min(b.len());
+    let (mut x, mut y) = (Scan::new(a), Scan::new(b));
+    for i in 0..common {
+        x.step(i);
+        y.step(i);
+    }
+    x.run(common, a.len()).verdict() && y.run(common, b.len()).verdict()
+}
+
+/// A scan of the bytes after `scheme://` by [`STEP`].
+struct Scan<'a> {
+    rest: &'a [u8],
+    /// The state, times 256.
+    at: usize,
+    /// Where the port's digits start (the end if there is no port): a position, not an
+    /// `Option`, is one conditional move per byte.
+    port: usize,
+}
+
+impl<'a> Scan<'a> {
+    fn new(rest: &'a [u8]) -> Scan<'a> {
+        Scan {
+            rest,
+            at: usize::from(state::START) << 8,
+            port: rest.len(),
+        }
+    }
+
+    /// Takes byte `i` (< the length).
+    #[inline(always)]
+    fn step(&mut self, i: usize) {
+        let c = self.rest[i];
+        self.at = usize::from(STEP[(self.at + usize::from(c)) & 0xfff]);
+        self.port = if self.at == usize::from(state::COLON) << 8 {
             i + 1
         } else {
-            port
+            self.port
         };
     }
-    let complete = !matches!((at >> 8) as u8, state::START | state::COLON | state::FAIL);
-    complete && (port == rest.len() || port_in_range(&rest[port..]))
+
+    /// Takes bytes `from..to`.
+    fn run(mut self, from: usize, to: usize) -> Scan<'a> {
+        for i in from..to {
+            self.step(i);
+        }
+        self
+    }
+
+    /// Whether the bytes taken (all of them) are a host, port and path.
+    fn verdict(&self) -> bool {
+        let complete = !matches!(
+            (self.at >> 8) as u8,
+            state::START | state::COLON | state::FAIL
+        );
+        let rest = self.rest;
+        complete && (self.port == rest.len() || port_in_range(&rest[self.port..]))
+    }
 }
 
 /// Whether the port the scan let through (one to five digits, then the end or `/`) is

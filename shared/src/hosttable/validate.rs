@@ -43,8 +43,9 @@ pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
     }
     let mut seen =
         HashMap::with_capacity_and_hasher(hosts.len(), foldhash::fast::FixedState::default());
+    let addresses_valid = plain_addresses(hosts);
     for (index, host) in hosts.iter().enumerate() {
-        self::host(index, host)?;
+        checked_host(index, host, addresses_valid)?;
         if let Some(first) = seen.insert(host.address(), index) {
             return Err(HostTableError::DuplicateAddress {
                 first,
@@ -58,7 +59,26 @@ pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
 
 /// Checks one host on its own (the address's uniqueness is the table's business).
 pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
-    host_but_labels(index, host)?;
+    checked_host(index, host, false)
+}
+
+/// Whether every host's address is a plain valid origin (see
+/// [`all_plainly_valid`](crate::origin::all_plainly_valid)), checked two at a time; `false`
+/// leaves the addresses to be checked one by one.
+pub(crate) fn plain_addresses<H: HostView>(hosts: &[H]) -> bool {
+    crate::origin::all_plainly_valid(hosts.iter().map(|h| h.address()), MAX_ADDRESS_LEN)
+}
+
+/// [`host`], but for its address when `address_valid`.
+fn checked_host<H: HostView>(
+    index: usize,
+    host: &H,
+    address_valid: bool,
+) -> Result<(), HostTableError> {
+    match address_valid {
+        true => host_but_address_and_labels(index, host)?,
+        false => host_but_labels(index, host)?,
+    }
     let place = || format!("host {index}");
     let mut previous = PreviousKey::default();
     let broken = host.visit_labels(|k, v| {
@@ -78,6 +98,14 @@ pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableE
 /// build checks the labels as it interns them, one walk of each host's labels instead of two.
 pub(crate) fn host_but_labels<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
     address(index, host.address())?;
+    host_but_address_and_labels(index, host)
+}
+
+/// [`host_but_labels`] for a host whose address passed (see [`plain_addresses`]).
+pub(crate) fn host_but_address_and_labels<H: HostView>(
+    index: usize,
+    host: &H,
+) -> Result<(), HostTableError> {
     let weight = host.weight();
     if weight == 0 {
         return Err(HostTableError::ZeroWeight { index });

@@ -165,6 +165,20 @@ proptest! {
         prop_assert_eq!(super::plainly_valid(&url), split_checked(&url).is_ok(), "{}", url);
     }
 
+    /// Scans run two at a time decide as they do one at a time, whatever the lengths.
+    #[test]
+    fn paired_scans_agree_with_single_ones(
+        urls in proptest::collection::vec(
+            "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?|\\PC{0,30}",
+            0..7,
+        ),
+        max_len in proptest::sample::select(&[12usize, 24, 2048][..]),
+    ) {
+        let one_by_one = urls.iter().all(|u| super::plainly_valid(u) && u.len() <= max_len);
+        let paired = super::all_plainly_valid(urls.iter().map(String::as_str), max_len);
+        prop_assert_eq!(paired, one_by_one, "{:?}", urls);
+    }
+
     #[test]
     fn one_pass_check_never_accepts_what_the_general_refuses(url in "\\PC{0,40}|(?i:https?)://[a-zA-Z0-9.:\\[\\]@_/?#-]{0,30}") {
         prop_assert!(!super::plainly_valid(&url) || split_checked(&url).is_ok(), "{}", url);

@@ -16,7 +16,8 @@ use super::subsets::Subsets;
 use super::table::{Hit, Table};
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
 use crate::hosttable::{
-    HostView, MAX_HOSTS, PreviousKey, host_but_labels, label_fits, validate_config,
+    HostView, MAX_HOSTS, PreviousKey, host_but_address_and_labels, host_but_labels, label_fits,
+    plain_addresses, validate_config,
 };
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
@@ -63,9 +64,11 @@ pub(super) fn build<H: HostView>(
         .reserve(hosts.len(), |&s| state.hash_one(records.address(s)));
     // Labels (and an archive's label order) are checked as `record` interns them, not in a
     // walk of their own: visiting an archived host's labels was a fifth of a build from bytes.
+    let addresses_valid = checks == Checks::All && plain_addresses(hosts);
     for (index, host) in hosts.iter().enumerate() {
         let hash = lb.hasher.hash_one(host.address());
         let valid = match checks {
+            Checks::All if addresses_valid => host_but_address_and_labels(index, host).is_ok(),
             Checks::All => host_but_labels(index, host).is_ok(),
             Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
