@@ -94,8 +94,8 @@ fn checked_host<H: HostView>(
 }
 
 /// [`host`] short of a walk of the labels: their count is checked, each one is left to
-/// [`label_fits`] (and an archive's order to [`PreviousKey`]) in the caller's walk. The index
-/// build checks the labels as it interns them, one walk of each host's labels instead of two.
+/// [`label_fits`] (and an archive's key order) in the caller's walk. The index build checks
+/// the labels as it interns them, one walk of each host's labels instead of two.
 pub(crate) fn host_but_labels<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
     address(index, host.address())?;
     host_but_address_and_labels(index, host)
@@ -128,7 +128,7 @@ pub(crate) fn label_fits(k: &str, v: &str) -> bool {
 
 /// The last label key seen, copied (a visit lends each key for one call only), to check that
 /// an archive's keys are strictly ascending as a `BTreeMap`'s are.
-pub(crate) struct PreviousKey {
+struct PreviousKey {
     bytes: [u8; MAX_KEY_LEN],
     len: Option<usize>,
 }
@@ -145,7 +145,7 @@ impl Default for PreviousKey {
 impl PreviousKey {
     /// Whether `key` (at most [`MAX_KEY_LEN`] bytes) comes strictly after the previous key;
     /// it becomes the previous key.
-    pub(crate) fn precedes(&mut self, key: &str) -> bool {
+    fn precedes(&mut self, key: &str) -> bool {
         let key = key.as_bytes();
         let after = self.len.is_none_or(|len| after(key, &self.bytes[..len]));
         self.bytes[..key.len()].copy_from_slice(key);

@@ -16,8 +16,8 @@ use super::subsets::Subsets;
 use super::table::{Hit, Table};
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
 use crate::hosttable::{
-    HostView, MAX_HOSTS, PreviousKey, host_but_address_and_labels, host_but_labels, label_fits,
-    plain_addresses, validate_config,
+    HostView, MAX_HOSTS, host_but_address_and_labels, host_but_labels, label_fits, plain_addresses,
+    validate_config,
 };
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
@@ -202,11 +202,14 @@ impl SubsetLb {
         let (interner, list_as_any) = (&mut self.interner, self.options.list_as_any);
         let kvs = self.records.start(s, host.address());
         let (mut position, mut fit) = (0, true);
-        let mut previous = (!H::ORDERED).then(PreviousKey::default);
+        // The previous key's id: its text is in the interner (a visit lends each key for one
+        // call only, and copying it cost a `memcpy` per label).
+        let mut previous: Option<u32> = None;
         host.visit_labels(|k, v| {
-            // A key that does not fit is not copied as the previous one.
-            fit &= label_fits(k, v) && previous.as_mut().is_none_or(|p| p.precedes(k));
             let key = interner.intern_key_at(position, k);
+            let ordered = H::ORDERED || previous.is_none_or(|p| k > interner.key_text(p));
+            fit &= label_fits(k, v) & ordered;
+            previous = Some(key);
             position += 1;
             if list_as_any {
                 kvs.extend(v.split(',').map(|item| interner.intern_kv(key, item)));

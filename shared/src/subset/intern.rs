@@ -198,6 +198,11 @@ impl Interner {
         id
     }
 
+    /// The text of key `key`.
+    pub(super) fn key_text(&self, key: u32) -> &str {
+        self.str(self.keys[key as usize].1)
+    }
+
     /// The id of `key`, the `position`-th label key of a host, interning it if new. Inlined
     /// into the build's walk of the labels, once per label: the usual case, the key at that
     /// position on the previous host, is a few instructions, fewer than a call's (a plain
