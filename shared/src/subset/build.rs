@@ -194,8 +194,8 @@ impl SubsetLb {
         });
     }
 
-    /// Records the host's address and key=value ids (sorted by key then id, interning new
-    /// ones) for slot `s`. Returns whether every label fits the length rules (see
+    /// Records the host's address and key=value ids (in label order, interning new ones) for
+    /// slot `s`. Returns whether every label fits the length rules (see
     /// [`label_fits`]) and, in an archive, comes after the one before (as in a `BTreeMap`), for
     /// the build to check them in this walk.
     fn record<H: HostView>(&mut self, s: u32, host: &H) -> bool {
@@ -218,11 +218,12 @@ impl SubsetLb {
             }
             ControlFlow::<()>::Continue(())
         });
-        let interner = &self.interner;
+        // Only a list repeats a value (`a,b,a`), and repeats are dropped where they sit
+        // together. Nothing else needs an order: sorting by key id (ids in the selectors'
+        // order, labels in the archive's) was a sort per host, ~11 mispredicts in MOSN's scheme.
         self.records.seal(s, |kvs| {
-            let order = |&kv: &u32| (interner.kv_key(kv), kv);
-            if !kvs.is_sorted_by_key(order) {
-                kvs.sort_unstable_by_key(order);
+            if list_as_any && !kvs.is_sorted() {
+                kvs.sort_unstable();
             }
         });
         fit

@@ -19,7 +19,7 @@ struct Span {
 pub(super) struct Records {
     /// Addresses, back to back.
     text: String,
-    /// Key=value ids per host, sorted by key then id (several per key with `list_as_any`).
+    /// Key=value ids per host, distinct (several per key with `list_as_any`).
     kvs: Vec<u32>,
     spans: Vec<Span>,
     /// Bytes and ids of the buffers no span covers.
@@ -64,7 +64,7 @@ impl Records {
     }
 
     /// Ends the record of slot `s`: its ids pushed since [`Records::start`], ordered by
-    /// `sort`, duplicates dropped.
+    /// `sort`, repeats next to each other dropped (`sort` brings any repeats together).
     pub fn seal(&mut self, s: u32, sort: impl FnOnce(&mut [u32])) {
         let span = &mut self.spans[s as usize];
         let tail = &mut self.kvs[span.kvs..];

@@ -345,6 +345,15 @@ fn list_as_any_puts_a_host_in_each_listed_subset() {
     assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, set(&["h0"]));
     assert_eq!(picks(&mut lb, &[("zone", "b")], 20).0, set(&["h0", "h1"]));
     assert_eq!(picks(&mut lb, &[("zone", "a,b")], 5).0, BTreeSet::new());
+    // A value listed twice, apart: the host is in its subset once, and leaves it whole.
+    t.hosts[0].labels.insert("zone".into(), "a,b,a".into());
+    t.hosts[1].labels.insert("zone".into(), "a".into());
+    let mut lb = SubsetLb::build(&t).unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h0", "h1"]));
+    lb.remove_host("http://h1").unwrap();
+    lb.remove_host("http://h0").unwrap();
+    assert_eq!(lb.stats().subsets_active, 0);
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, BTreeSet::new());
 }
 
 #[test]
