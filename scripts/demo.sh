@@ -84,6 +84,29 @@ new_port() {
   echo "$port" | tee -a "$run_dir/ports"
 }
 
+# A port held by a socket that is bound but never listens, for the dead host: connections to it
+# are refused, and no process started later can take it. A port merely left free can be taken
+# by one started later (workerd binds ports of its own): one CI run saw the dead host never
+# fail, no retry, answers from outside its subsets and valid tokens refused, most likely that.
+hold_dead_port() {
+  local file="$run_dir/dead-port" _
+  start dead-port perl -MSocket -e '
+    socket(my $s, PF_INET, SOCK_STREAM, 0) or die "socket: $!";
+    bind($s, pack_sockaddr_in(0, inet_aton("127.0.0.1"))) or die "bind: $!";
+    my ($port) = unpack_sockaddr_in(getsockname($s));
+    open(my $f, ">", "$ARGV[0].tmp") or die "$ARGV[0].tmp: $!";
+    print $f "$port\n";
+    close($f);
+    rename("$ARGV[0].tmp", $ARGV[0]) or die "rename: $!";
+    sleep;' "$file"
+  for _ in $(seq 100); do
+    [ -s "$file" ] && break
+    sleep 0.05
+  done
+  [ -s "$file" ] || { echo "error: no port held for the dead host (see $run_dir/dead-port.log)" >&2; exit 1; }
+  cat "$file" >>"$run_dir/ports"
+}
+
 # --- origins and the host table ------------------------------------------------------------
 
 # One origin per @label@ port placeholder of the template's addresses, replaced by its port;
@@ -92,12 +115,15 @@ origin_args=()
 substitutions=()
 labels=$(grep '^address = ' "$demo_dir/hosts.toml.in" | grep -o '@[a-z0-9-]*@' | tr -d @ | sort -u)
 for label in $labels; do
-  port=$(new_port)
-  substitutions+=(-e "s/@$label@/$port/g")
   if [ "$label" = dead ]; then
+    hold_dead_port # not in a $(subshell): `start` records the process for the clean-up
+    port=$(cat "$run_dir/dead-port")
+    substitutions+=(-e "s/@$label@/$port/g")
     log "dead origin: nothing listens on 127.0.0.1:$port"
     continue
   fi
+  port=$(new_port)
+  substitutions+=(-e "s/@$label@/$port/g")
   log "origin $label on 127.0.0.1:$port"
   start "origin-$label" node tests/js/support/origin.mjs --port "$port" --label "$label"
   origin_args+=(--origin "$label=$port")
