@@ -482,9 +482,7 @@ impl Cand<'_> {
 
     fn has(&self, s: u32) -> bool {
         match self {
-            Cand::Bits(b) => b
-                .get(s as usize / 64)
-                .is_some_and(|w| w & (1 << (s % 64)) != 0),
+            Cand::Bits(b) => has(b, s),
             Cand::List(l) => l.binary_search(&s).is_ok(),
         }
     }
