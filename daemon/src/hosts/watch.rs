@@ -23,14 +23,17 @@ pub(super) fn spawn(tables: Arc<HostTables>, config: &HostsConfig) -> anyhow::Re
     let mut hangup = signal(SignalKind::hangup()).context("installing the SIGHUP handler")?;
     let interval = config.watch_interval();
     tokio::spawn(async move {
-        let mut seen = stamp(&path);
+        // No stamp yet, so the first tick reloads (unchanged content publishes nothing): a
+        // stamp taken here could already be of a file written after the start-up load, and
+        // that change would never be seen (a flaky integration test showed it).
+        let mut seen = None;
         loop {
             tokio::select! {
                 Some(()) = hangup.recv() => {
                     tracing::info!(path = %path.display(), "SIGHUP: reloading the host table");
                 }
                 () = tick(interval) => {
-                    let now = stamp(&path);
+                    let now = Some(stamp(&path));
                     if now == seen {
                         continue;
                     }
