@@ -49,13 +49,6 @@ pub(super) fn is_exact(len: usize, kv_count: usize) -> bool {
     (kv_count as u64) < (1u64 << lane(len))
 }
 
-/// The table's hash of a key: one multiply, its high bits folded down (hashbrown indexes by
-/// the low bits and tags by the high ones).
-pub(super) fn hash(key: u64) -> u64 {
-    let h = key.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    h ^ (h >> 29)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -10,10 +10,12 @@
 
 use alloc::vec::Vec;
 
-use hashbrown::HashTable;
-
 use super::key;
 use super::pickset::SetRef;
+
+mod packed;
+
+use packed::{Entry, Packed};
 
 /// Ids below this always fit the array: small tables never probe for one-key subsets.
 const ALWAYS: usize = 1024;
@@ -39,18 +41,12 @@ impl Hit {
     }
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Entry {
-    key: u64,
-    hit: Hit,
-}
-
 /// Subsets by value ids.
 #[derive(Debug, Default)]
 pub(super) struct Table {
     /// Subsets of several keys, and of one key whose id is past `single`, by [`key::pack`] of
     /// their ids (exact for one id).
-    packed: HashTable<Entry>,
+    packed: Packed,
     /// Subsets of one key, by value id ([`Hit::NONE`] where none).
     single: Vec<Hit>,
     /// Subsets held in `single`.
@@ -62,7 +58,7 @@ pub(super) struct Table {
 impl Table {
     /// Room for `n` more subsets of several keys.
     pub fn reserve(&mut self, n: usize) {
-        self.packed.reserve(n, |e| key::hash(e.key));
+        self.packed.reserve(n);
     }
 
     /// The subset with value ids `kvs` (`len` of them). `same(subset, kvs)` confirms a hit
@@ -87,8 +83,8 @@ impl Table {
             }
         }
         let key = key::pack(kvs.clone(), len)?;
-        let matches = |e: &Entry| e.key == key && (exact || same(e.hit.subset, kvs.clone()));
-        self.packed.find(key::hash(key), matches).map(|e| e.hit)
+        let matches = |e: &Entry| exact || same(e.hit.subset, kvs.clone());
+        self.packed.find(key, matches).map(|e| e.hit)
     }
 
     /// Adds subset `hit.subset` with value ids `kvs` (interned, none unknown), not there yet.
@@ -109,9 +105,7 @@ impl Table {
         let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
             unreachable!("subsets hold interned values only")
         };
-        let entry = Entry { key, hit };
-        self.packed
-            .insert_unique(key::hash(key), entry, |e| key::hash(e.key));
+        self.packed.insert(Entry { key, hit });
     }
 
     /// The hit of subset `subset`, with value ids `kvs`, to change its set.
@@ -119,7 +113,9 @@ impl Table {
         if let Some(at) = self.in_single(kvs, subset) {
             return Some(&mut self.single[at]);
         }
-        let entry = self.packed.find_mut(hash(kvs), |e| e.hit.subset == subset);
+        let entry = self
+            .packed
+            .find_mut(packed_key(kvs), |e| e.hit.subset == subset);
         entry.map(|e| &mut e.hit)
     }
 
@@ -130,11 +126,11 @@ impl Table {
             self.singles -= 1;
             return;
         }
-        if let Ok(entry) = self
+        if self
             .packed
-            .find_entry(hash(kvs), |e| e.hit.subset == subset)
+            .remove(packed_key(kvs), |e| e.hit.subset == subset)
+            .is_some()
         {
-            entry.remove();
             self.strays -= usize::from(kvs.len() == 1);
         }
     }
@@ -150,6 +146,7 @@ impl Table {
     /// Gives back the array's slack once built.
     pub fn shrink_to_fit(&mut self) {
         self.single.shrink_to_fit();
+        self.packed.shrink_to_fit();
     }
 
     /// The packed keys held, for tests that make them collide.
@@ -166,12 +163,11 @@ impl Table {
 
     /// Heap bytes held, for the memory figures.
     pub fn heap_bytes(&self) -> usize {
-        self.packed.capacity() * (size_of::<Entry>() + 1)
-            + self.single.capacity() * size_of::<Hit>()
+        self.packed.capacity() * size_of::<Entry>() + self.single.capacity() * size_of::<Hit>()
     }
 }
 
-/// The table hash of a subset's value ids.
-fn hash(kvs: &[u32]) -> u64 {
-    key::pack(kvs.iter().copied(), kvs.len()).map_or(0, key::hash)
+/// The packed key of a subset's value ids (interned: none unknown).
+fn packed_key(kvs: &[u32]) -> u64 {
+    key::pack(kvs.iter().copied(), kvs.len()).unwrap_or(0)
 }
