@@ -7,6 +7,7 @@ use core::ops::ControlFlow;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use super::intern::Interner;
 use super::pickset::{Child, Members, PickSet, SetRef};
@@ -72,10 +73,13 @@ pub(super) fn build<H: HostView>(
             Checks::All => host_but_labels(index, host).is_ok(),
             Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
-        if !valid || lb.find_hashed(hash, host.address()).is_some() {
+        // One probe both refuses a repeated address and enters a new one (a build fills
+        // slots in order: no slot is free).
+        let s = lb.slots.len() as u32;
+        if !valid || !lb.claim_address(hash, host.address(), s) {
             return Err(());
         }
-        let (_, labels_fit) = lb.push_slot_hashed(host, hash);
+        let (_, labels_fit) = lb.push_record(host);
         if checks == Checks::All && !labels_fit {
             return Err(());
         }
@@ -218,14 +222,10 @@ impl SubsetLb {
             }
             ControlFlow::<()>::Continue(())
         });
-        // Only a list repeats a value (`a,b,a`), and repeats are dropped where they sit
-        // together. Nothing else needs an order: sorting by key id (ids in the selectors'
-        // order, labels in the archive's) was a sort per host, ~11 mispredicts in MOSN's scheme.
-        self.records.seal(s, |kvs| {
-            if list_as_any && !kvs.is_sorted() {
-                kvs.sort_unstable();
-            }
-        });
+        // Only a list repeats a value (`a,b,a`). Nothing else needs an order: sorting by key
+        // id (ids in the selectors' order, labels in the archive's) was a sort per host, ~11
+        // mispredicts in MOSN's scheme, and the scan for repeats ~20 instructions a host.
+        self.records.seal(s, list_as_any);
         fit
     }
 
@@ -233,12 +233,40 @@ impl SubsetLb {
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
         let hash = self.hasher.hash_one(host.address.as_str());
-        self.push_slot_hashed(host, hash).0
+        self.push_slot_hashed(host, hash)
     }
 
-    /// [`SubsetLb::push_slot`] with the address's hash already made; also whether the labels
-    /// fit (see [`SubsetLb::record`]).
-    fn push_slot_hashed<H: HostView>(&mut self, host: &H, hash: u64) -> (u32, bool) {
+    /// [`SubsetLb::push_slot`] with the address's hash already made.
+    fn push_slot_hashed<H: HostView>(&mut self, host: &H, hash: u64) -> u32 {
+        let (s, _) = self.push_record(host);
+        let (state, records) = (&self.hasher, &self.records);
+        self.addresses
+            .insert_unique(hash, s, |&s| state.hash_one(records.address(s)));
+        s
+    }
+
+    /// Enters `address` (of hash `hash`) in the address table for slot `s`, whose record
+    /// comes next; false if another slot has it.
+    fn claim_address(&mut self, hash: u64, address: &str, s: u32) -> bool {
+        let (state, records) = (&self.hasher, &self.records);
+        // The rehash (none: the build reserves room first) would read only older records.
+        let same = |&t: &u32| records.address(t) == address;
+        match self
+            .addresses
+            .entry(hash, same, |&t| state.hash_one(records.address(t)))
+        {
+            Entry::Occupied(_) => false,
+            Entry::Vacant(place) => {
+                place.insert(s);
+                true
+            }
+        }
+    }
+
+    /// Stores a host in a new slot (or a free one) with its record, and counts it among all
+    /// hosts, but not in the address table. Returns the slot and whether the labels fit (see
+    /// [`SubsetLb::record`]).
+    fn push_record<H: HostView>(&mut self, host: &H) -> (u32, bool) {
         let mut slot = Slot::new(host.weight(), host.healthy());
         let s = match self.free_slots.pop() {
             Some(s) => {
@@ -252,9 +280,6 @@ impl SubsetLb {
             }
         };
         let fit = self.record(s, host);
-        let (state, records) = (&self.hasher, &self.records);
-        self.addresses
-            .insert_unique(hash, s, |&s| state.hash_one(records.address(s)));
         self.any.add(s, &self.slots);
         (s, fit)
     }

@@ -63,17 +63,21 @@ impl Records {
         &mut self.kvs
     }
 
-    /// Ends the record of slot `s`: its ids pushed since [`Records::start`], ordered by
-    /// `sort`, repeats next to each other dropped (`sort` brings any repeats together).
-    pub fn seal(&mut self, s: u32, sort: impl FnOnce(&mut [u32])) {
+    /// Ends the record of slot `s`: its ids pushed since [`Records::start`]; with `dedup`
+    /// (a host's values may repeat: `list_as_any` lists such as `a,b,a`), sorted and with
+    /// repeats dropped. Without, ids of distinct labels are distinct and stay in label order.
+    pub fn seal(&mut self, s: u32, dedup: bool) {
         let span = &mut self.spans[s as usize];
         let tail = &mut self.kvs[span.kvs..];
-        sort(tail);
-        let mut kept = 0;
-        for i in 0..tail.len() {
-            if i == 0 || tail[i] != tail[kept - 1] {
-                tail[kept] = tail[i];
-                kept += 1;
+        let mut kept = tail.len();
+        if dedup {
+            tail.sort_unstable();
+            kept = 0;
+            for i in 0..tail.len() {
+                if i == 0 || tail[i] != tail[kept - 1] {
+                    tail[kept] = tail[i];
+                    kept += 1;
+                }
             }
         }
         span.kvs_len = kept as u32;
@@ -124,7 +128,7 @@ mod tests {
             records
                 .start(s, &alloc::format!("http://h{s}"))
                 .extend([s + 2, s, s + 2]);
-            records.seal(s, |t| t.sort_unstable());
+            records.seal(s, true);
         }
         assert_eq!(records.kvs(3), &[3, 5]);
         for round in 0..5u32 {
@@ -132,7 +136,7 @@ mod tests {
                 records.remove(s);
                 let address = alloc::format!("http://h{s}-{round}");
                 records.start(s, &address).push(round);
-                records.seal(s, |_| {});
+                records.seal(s, false);
             }
         }
         for s in 0..10u32 {
