@@ -1,10 +1,12 @@
 //! The hash table of subsets by packed key ([`key::pack`](super::key::pack)): open addressing with linear
 //! probing over one flat array, at most half full, keyed by the packed word itself.
 //!
-//! A lookup is a multiply, a shift and, usually, one 16-byte entry compared: hashbrown's probe
-//! (tag byte, group load, bit-mask walk, then the entry) cost ~40 instructions of a ~265
-//! instruction lookup, and more in Wasm, where its group is emulated with 64-bit words. A
-//! packed key is never 0 (its top bits hold its length, at least 1), so 0 marks a free place
+//! A lookup is a multiply, a shift and, usually, one 16-byte entry compared. Natively that is
+//! as many instructions as hashbrown's SSE2 probe (tag byte, group load, bit-mask walk, then
+//! the entry): 265 per 4 keys x 3 values lookup, by cachegrind. In Wasm, where hashbrown
+//! emulates its group with 64-bit words, pre-interned lookups got 3-7% faster against MOSN's
+//! trie in the same runs. A packed key is never 0 (its top bits hold its length, at least 1),
+//! so 0 marks a free place
 //! and no control bytes are needed. Removal shifts the entries after it back (no tombstones),
 //! so probes stay as short as the load allows however many updates come.
 
@@ -82,7 +84,15 @@ impl Packed {
     #[inline]
     fn position(&self, key: u64, matches: impl Fn(&Entry) -> bool) -> Option<usize> {
         let mask = self.mask();
-        let mut at = self.home(key);
+        let home = self.home(key);
+        // At half load a quarter of the keys sit past their home, most of them next to it: a
+        // choice between the two without a branch spares those lookups a mispredict.
+        let next = (home + 1) & mask;
+        let first = core::hint::select_unpredictable(self.places[home].key == key, home, next);
+        if self.places[first].key == key && matches(&self.places[first]) {
+            return Some(first);
+        }
+        let mut at = home;
         loop {
             let entry = &self.places[at];
             if entry.key == key && matches(entry) {
