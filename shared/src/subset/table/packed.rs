@@ -1,14 +1,15 @@
-//! The hash table of subsets by packed key ([`key::pack`](super::key::pack)): open addressing with linear
-//! probing over one flat array, at most half full, keyed by the packed word itself.
+//! The hash table of subsets by packed key ([`key::pack`](super::key::pack)): open
+//! addressing with linear probing over one flat array, at most half full, keyed by the packed
+//! word itself.
 //!
 //! A lookup is a multiply, a shift and, usually, one 16-byte entry compared. Natively that is
 //! as many instructions as hashbrown's SSE2 probe (tag byte, group load, bit-mask walk, then
 //! the entry): 265 per 4 keys x 3 values lookup, by cachegrind. In Wasm, where hashbrown
 //! emulates its group with 64-bit words, pre-interned lookups got 3-7% faster against MOSN's
 //! trie in the same runs. A packed key is never 0 (its top bits hold its length, at least 1),
-//! so 0 marks a free place
-//! and no control bytes are needed. Removal shifts the entries after it back (no tombstones),
-//! so probes stay as short as the load allows however many updates come.
+//! so 0 marks a free place and no control bytes are needed. Removal shifts the entries after
+//! it back (no tombstones), so probes stay as short as the load allows however many updates
+//! come.
 
 use alloc::{boxed::Box, vec};
 
