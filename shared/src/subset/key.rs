@@ -30,18 +30,18 @@ fn lane(len: usize) -> u32 {
     }
 }
 
-/// The key of the value ids `kvs` (`len` of them); `None` if one is unknown to every host.
-pub(super) fn pack(kvs: impl Iterator<Item = u32>, len: usize) -> Option<u64> {
+/// The key of the value ids `kvs` (`len` of them). A value no host has ([`UNKNOWN_VALUE`],
+/// `u32::MAX`) wraps to 0 when made one-based, and a lane of 0 is in no subset's key while keys
+/// are exact; when they are not, the caller compares ids, which never equal `UNKNOWN_VALUE`.
+/// No branch per id: the ids of a request are whatever it sent.
+pub(super) fn pack(kvs: impl Iterator<Item = u32>, len: usize) -> u64 {
     let lane = lane(len);
     let mask = (1u64 << lane) - 1;
     let mut key = (len as u64) << LANES;
     for (i, kv) in kvs.enumerate() {
-        if kv == UNKNOWN_VALUE {
-            return None;
-        }
-        key |= ((u64::from(kv) + 1) & mask) << (lane * i as u32);
+        key |= (u64::from(kv.wrapping_add(1)) & mask) << (lane * i as u32);
     }
-    Some(key)
+    key
 }
 
 /// Whether keys of `len` ids are one-to-one while `kv_count` value ids exist.
@@ -80,6 +80,20 @@ mod tests {
         for len in 0..=2 * METADATA_CAPACITY {
             assert_eq!(lane(len), LANES / len.max(1) as u32, "{len}");
         }
-        assert_eq!(pack([3, UNKNOWN_VALUE].into_iter(), 2), None);
+        // An unknown value leaves its lane 0, which no interned id does while keys are exact.
+        for len in 1..=METADATA_CAPACITY {
+            let lane = lane(len);
+            let mut ids = [0; METADATA_CAPACITY];
+            for at in 0..len {
+                ids[at] = UNKNOWN_VALUE;
+                let key = pack(ids[..len].iter().copied(), len);
+                assert_eq!(
+                    key >> (lane * at as u32) & ((1 << lane) - 1),
+                    0,
+                    "{len} {at}"
+                );
+                ids[at] = 0;
+            }
+        }
     }
 }

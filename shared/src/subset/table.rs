@@ -74,15 +74,16 @@ impl Table {
     where
         I: Iterator<Item = u32> + Clone,
     {
-        if len == 1 {
-            // An unknown value's id (`u32::MAX`) is past the array.
+        if len <= 1 {
+            // An unknown value's id (`u32::MAX`) is past the array. No ids name no subset (the
+            // packed table must not be asked for key 0, its mark of a free place).
             let kv = kvs.clone().next()?;
             let hit = self.single.get(kv as usize).filter(|h| h.is_used());
             if hit.is_some() || self.strays == 0 {
                 return hit.copied();
             }
         }
-        let key = key::pack(kvs.clone(), len)?;
+        let key = key::pack(kvs.clone(), len);
         let matches = |e: &Entry| exact || same(e.hit.subset, kvs.clone());
         self.packed.find(key, matches).map(|e| e.hit)
     }
@@ -102,9 +103,7 @@ impl Table {
             }
             self.strays += 1;
         }
-        let Some(key) = key::pack(kvs.iter().copied(), kvs.len()) else {
-            unreachable!("subsets hold interned values only")
-        };
+        let key = key::pack(kvs.iter().copied(), kvs.len());
         self.packed.insert(Entry { key, hit });
     }
 
@@ -167,7 +166,7 @@ impl Table {
     }
 }
 
-/// The packed key of a subset's value ids (interned: none unknown).
+/// The packed key of a subset's value ids.
 fn packed_key(kvs: &[u32]) -> u64 {
-    key::pack(kvs.iter().copied(), kvs.len()).unwrap_or(0)
+    key::pack(kvs.iter().copied(), kvs.len())
 }

@@ -84,6 +84,7 @@ impl Packed {
 
     #[inline]
     fn position(&self, key: u64, matches: impl Fn(&Entry) -> bool) -> Option<usize> {
+        debug_assert_ne!(key, 0, "0 marks a free place");
         let mask = self.mask();
         let home = self.home(key);
         // At half load a quarter of the keys sit past their home, most of them next to it: a
