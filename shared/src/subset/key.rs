@@ -8,7 +8,7 @@
 //! the key alone decides; beyond, ids are truncated to their lanes and the caller also compares
 //! the subset's ids.
 
-use super::metadata::{METADATA_CAPACITY, UNKNOWN_VALUE};
+use super::metadata::METADATA_CAPACITY;
 
 const LANES: u32 = 60;
 
@@ -30,10 +30,11 @@ fn lane(len: usize) -> u32 {
     }
 }
 
-/// The key of the value ids `kvs` (`len` of them). A value no host has ([`UNKNOWN_VALUE`],
-/// `u32::MAX`) wraps to 0 when made one-based, and a lane of 0 is in no subset's key while keys
-/// are exact; when they are not, the caller compares ids, which never equal `UNKNOWN_VALUE`.
-/// No branch per id: the ids of a request are whatever it sent.
+/// The key of the value ids `kvs` (`len` of them). A value no host has
+/// ([`UNKNOWN_VALUE`](super::metadata::UNKNOWN_VALUE), `u32::MAX`) wraps to 0 when made
+/// one-based, and a lane of 0 is in no subset's key while keys are exact; when they are not,
+/// the caller compares ids, which never equal `UNKNOWN_VALUE`. No branch per id: the ids of a
+/// request are whatever it sent.
 pub(super) fn pack(kvs: impl Iterator<Item = u32>, len: usize) -> u64 {
     let lane = lane(len);
     let mask = (1u64 << lane) - 1;
@@ -51,6 +52,7 @@ pub(super) fn is_exact(len: usize, kv_count: usize) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::metadata::UNKNOWN_VALUE;
     use super::*;
 
     #[test]
