@@ -187,9 +187,14 @@ impl Packed {
     }
 }
 
-/// Places for `n` entries at most half full.
+/// Places for `n` entries at most half full. Never fewer for more entries: past the address
+/// space it asks for the largest power of two, whose allocation fails as a `Vec`'s would
+/// (subsets are bounded by hosts times selectors, far below that).
 fn places_for(n: usize) -> usize {
-    n.saturating_mul(2).next_power_of_two().max(MIN_PLACES)
+    n.checked_mul(2)
+        .and_then(usize::checked_next_power_of_two)
+        .unwrap_or(1 << (usize::BITS - 1))
+        .max(MIN_PLACES)
 }
 
 #[cfg(test)]

@@ -81,7 +81,7 @@ proptest! {
                     let e = table.find_mut(key, |e| e.hit.subset == subset).unwrap();
                     e.hit.set = SetRef::one(subset + 1);
                     let e = table.find(key, |e| e.hit.subset == subset).unwrap();
-                    prop_assert_eq!(e.hit.set.as_set(), None);
+                    prop_assert_eq!(e.hit.set, SetRef::one(subset + 1));
                 }
                 Op::Shrink => table.shrink_to_fit(),
                 _ => {}
@@ -147,4 +147,15 @@ fn grows_to_stay_half_free_and_shrinks_back() {
     assert_eq!(table.capacity(), 32);
     assert_eq!(find(&table, 1000, 100), Some(100));
     assert_eq!(find(&table, 95, 94), Some(94));
+}
+
+#[test]
+fn places_never_shrink_for_more_entries() {
+    use super::places_for;
+    assert_eq!(places_for(0), 8);
+    assert_eq!(places_for(5), 16);
+    let top = 1usize << (usize::BITS - 1);
+    assert_eq!(places_for(top / 2), top);
+    assert_eq!(places_for(top / 2 + 1), top);
+    assert_eq!(places_for(usize::MAX), top);
 }
