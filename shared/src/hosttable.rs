@@ -45,8 +45,8 @@ pub use validate::{
     MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
 pub(crate) use validate::{
-    config as validate_config, host as validate_host, host_but_address_and_labels, host_but_labels,
-    hosts as validate_hosts, label_fits, plain_addresses,
+    config as validate_config, host as validate_host, host_but_labels, hosts as validate_hosts,
+    label_fits, plain_addresses,
 };
 pub(crate) use view::HostView;
 

@@ -433,14 +433,11 @@ impl SubsetLb {
     }
 
     fn find_address(&self, address: &str) -> Option<u32> {
-        self.find_hashed(self.hasher.hash_one(address), address)
-    }
-
-    /// The slot of `address`, whose hash is `hash`.
-    fn find_hashed(&self, hash: u64, address: &str) -> Option<u32> {
         let records = &self.records;
         self.addresses
-            .find(hash, |&s| records.address(s) == address)
+            .find(self.hasher.hash_one(address), |&s| {
+                records.address(s) == address
+            })
             .copied()
     }
 }

@@ -75,10 +75,7 @@ fn checked_host<H: HostView>(
     host: &H,
     address_valid: bool,
 ) -> Result<(), HostTableError> {
-    match address_valid {
-        true => host_but_address_and_labels(index, host)?,
-        false => host_but_labels(index, host)?,
-    }
+    host_but_labels(index, host, address_valid)?;
     let place = || format!("host {index}");
     let mut previous = PreviousKey::default();
     let broken = host.visit_labels(|k, v| {
@@ -93,19 +90,18 @@ fn checked_host<H: HostView>(
     broken.map_or(Ok(()), Err)
 }
 
-/// [`host`] short of a walk of the labels: their count is checked, each one is left to
-/// [`label_fits`] (and an archive's key order) in the caller's walk. The index build checks
-/// the labels as it interns them, one walk of each host's labels instead of two.
-pub(crate) fn host_but_labels<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
-    address(index, host.address())?;
-    host_but_address_and_labels(index, host)
-}
-
-/// [`host_but_labels`] for a host whose address passed (see [`plain_addresses`]).
-pub(crate) fn host_but_address_and_labels<H: HostView>(
+/// [`host`] short of a walk of the labels, and of the address when `address_valid` (it passed
+/// [`plain_addresses`]): the labels' count is checked, each one is left to [`label_fits`] (and
+/// an archive's key order) in the caller's walk. The index build checks the labels as it
+/// interns them, one walk of each host's labels instead of two.
+pub(crate) fn host_but_labels<H: HostView>(
     index: usize,
     host: &H,
+    address_valid: bool,
 ) -> Result<(), HostTableError> {
+    if !address_valid {
+        address(index, host.address())?;
+    }
     let weight = host.weight();
     if weight == 0 {
         return Err(HostTableError::ZeroWeight { index });

@@ -17,8 +17,7 @@ use super::subsets::Subsets;
 use super::table::{Hit, Table};
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
 use crate::hosttable::{
-    HostView, MAX_HOSTS, host_but_address_and_labels, host_but_labels, label_fits, plain_addresses,
-    validate_config,
+    HostView, MAX_HOSTS, host_but_labels, label_fits, plain_addresses, validate_config,
 };
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
@@ -69,8 +68,7 @@ pub(super) fn build<H: HostView>(
     for (index, host) in hosts.iter().enumerate() {
         let hash = lb.hasher.hash_one(host.address());
         let valid = match checks {
-            Checks::All if addresses_valid => host_but_address_and_labels(index, host).is_ok(),
-            Checks::All => host_but_labels(index, host).is_ok(),
+            Checks::All => host_but_labels(index, host, addresses_valid).is_ok(),
             Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
         // One probe both refuses a repeated address and enters a new one (a build fills
@@ -233,11 +231,6 @@ impl SubsetLb {
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
         let hash = self.hasher.hash_one(host.address.as_str());
-        self.push_slot_hashed(host, hash)
-    }
-
-    /// [`SubsetLb::push_slot`] with the address's hash already made.
-    fn push_slot_hashed<H: HostView>(&mut self, host: &H, hash: u64) -> u32 {
         let (s, _) = self.push_record(host);
         let (state, records) = (&self.hasher, &self.records);
         self.addresses

@@ -103,7 +103,7 @@ impl Table {
             }
             self.strays += 1;
         }
-        let key = key::pack(kvs.iter().copied(), kvs.len());
+        let key = packed_key(kvs);
         self.packed.insert(Entry { key, hit });
     }
 
