@@ -27,6 +27,7 @@
 //! ```
 
 mod config;
+mod delta;
 mod error;
 mod validate;
 mod view;
@@ -38,6 +39,7 @@ use alloc::{collections::BTreeMap, string::String, vec::Vec};
 
 use config::ArchivedSubsetConfig;
 pub use config::{FallbackPolicy, LbPolicy, SelectorFallback, SubsetConfig, SubsetSelector};
+pub use delta::HostDelta;
 pub use error::HostTableError;
 pub(crate) use error::shown;
 pub use validate::{
@@ -141,13 +143,16 @@ impl<'a> Aligned<'a> {
         Aligned::Copied(copy)
     }
 
-    /// The archived table, once rkyv has checked every byte of it.
-    pub(crate) fn access(&self) -> Result<&ArchivedHostTable, HostTableError> {
-        let bytes = match self {
+    pub(crate) fn bytes(&self) -> &[u8] {
+        match self {
             Aligned::Borrowed(b) => b,
             Aligned::Copied(c) => &c[..],
-        };
-        rkyv::access::<ArchivedHostTable, rkyv::rancor::Failure>(bytes)
+        }
+    }
+
+    /// The archived table, once rkyv has checked every byte of it.
+    pub(crate) fn access(&self) -> Result<&ArchivedHostTable, HostTableError> {
+        rkyv::access::<ArchivedHostTable, rkyv::rancor::Failure>(self.bytes())
             .map_err(|_| HostTableError::Malformed)
     }
 }

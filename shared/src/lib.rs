@@ -37,8 +37,8 @@ pub use headers::{
     HeaderNames, HeaderSet,
 };
 pub use hosttable::{
-    FallbackPolicy, Host, HostTable, HostTableError, LbPolicy, MAX_ADDRESS_LEN, MAX_HOSTS,
-    MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS,
+    FallbackPolicy, Host, HostDelta, HostTable, HostTableError, LbPolicy, MAX_ADDRESS_LEN,
+    MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS,
     MAX_VALUE_LEN, MAX_WEIGHT, SelectorFallback, SubsetConfig, SubsetSelector,
 };
 pub use origin::{Origin, Scheme};
@@ -55,7 +55,8 @@ pub use store::{
     StoreError, TableRef, WriterOptions,
 };
 pub use subset::{
-    Fallback, HostId, METADATA_CAPACITY, Metadata, Selection, SubsetError, SubsetLb, SubsetStats,
+    Applied, Fallback, HostId, METADATA_CAPACITY, Metadata, Selection, SubsetError, SubsetLb,
+    SubsetStats,
 };
 pub use workspace::{
     Arena, ArenaWriter, DEFAULT_VERIFY_ONE_IN, DEFAULT_WORKSPACE_SIZE, RequestScope, ResetReport,

@@ -85,6 +85,7 @@
 //! lb.release(chosen.host);
 //! ```
 
+mod apply;
 mod build;
 mod error;
 mod fingerprint;
@@ -108,6 +109,7 @@ use core::hash::BuildHasher;
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 
+pub use apply::Applied;
 pub use error::SubsetError;
 pub use metadata::{METADATA_CAPACITY, Metadata};
 

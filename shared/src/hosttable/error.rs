@@ -170,6 +170,12 @@ pub enum HostTableError {
         /// Which map.
         place: String,
     },
+    /// A [`HostDelta`](crate::HostDelta) names an address twice (upserted or removed).
+    #[error("host delta: address \"{address}\" named twice")]
+    DeltaRepeatsAddress {
+        /// The address, escaped and cut.
+        address: String,
+    },
     /// The panic threshold is above 100 percent.
     #[error("panic_threshold {0} above 100 (percent)")]
     PanicThreshold(u8),

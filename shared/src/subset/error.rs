@@ -19,6 +19,14 @@ pub enum SubsetError {
     /// A host with this address is already in the table.
     #[error("a host with address \"{0}\" is already in the table")]
     DuplicateAddress(String),
+    /// A [`HostDelta`](crate::HostDelta) from another version than the index's.
+    #[error("host delta from version {from}, but the index is at version {version}")]
+    DeltaBase {
+        /// The index's version.
+        version: u64,
+        /// The version the delta applies to.
+        from: u64,
+    },
     /// The table already has [`MAX_HOSTS`](crate::MAX_HOSTS) hosts.
     #[error("host table full: at most {max} hosts", max = crate::MAX_HOSTS)]
     Full,

@@ -175,6 +175,11 @@ impl Interner {
         found.copied()
     }
 
+    /// The id of `key`, if interned.
+    pub(super) fn key(&self, key: &str) -> Option<u32> {
+        self.key_fp(&Fingerprint::of(key), key)
+    }
+
     /// The id of `key`, interning it if new.
     pub(super) fn intern_key(&mut self, key: &str) -> u32 {
         let fp = Fingerprint::of(key);

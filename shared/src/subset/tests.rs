@@ -19,7 +19,7 @@ const KEYS: [&str; 4] = ["a", "b", "c", "d"];
 /// Values of host labels; "1,2" is a list under `list_as_any` and a plain value otherwise.
 const VALUES: [&str; 5] = ["1", "2", "3", "1,2", "2,3"];
 
-fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
+pub(super) fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
     prop::collection::btree_map(
         prop::sample::select(&KEYS[..]).prop_map(str::to_string),
         prop::sample::select(&VALUES[..]).prop_map(str::to_string),
@@ -27,11 +27,14 @@ fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
     )
 }
 
-fn host_parts() -> impl Strategy<Value = (BTreeMap<String, String>, bool, u32)> {
+pub(super) fn host_parts() -> impl Strategy<Value = (BTreeMap<String, String>, bool, u32)> {
     (labels(), prop::bool::weighted(0.8), 1..5u32)
 }
 
-fn host(n: usize, (labels, healthy, weight): (BTreeMap<String, String>, bool, u32)) -> Host {
+pub(super) fn host(
+    n: usize,
+    (labels, healthy, weight): (BTreeMap<String, String>, bool, u32),
+) -> Host {
     Host {
         address: format!("http://10.0.{}.{}", n / 250, n % 250),
         weight,
@@ -79,7 +82,7 @@ fn selector((mask, fallback, sub, single): (u8, usize, u8, bool)) -> SubsetSelec
     }
 }
 
-fn pairs(max: usize) -> impl Strategy<Value = BTreeMap<String, String>> {
+pub(super) fn pairs(max: usize) -> impl Strategy<Value = BTreeMap<String, String>> {
     prop::collection::btree_map(
         prop::sample::select(&["a", "b", "c", "d", "x"][..]).prop_map(str::to_string),
         prop::sample::select(&["1", "2", "3", "9"][..]).prop_map(str::to_string),
@@ -87,7 +90,7 @@ fn pairs(max: usize) -> impl Strategy<Value = BTreeMap<String, String>> {
     )
 }
 
-fn config() -> impl Strategy<Value = SubsetConfig> {
+pub(super) fn config() -> impl Strategy<Value = SubsetConfig> {
     let selectors = prop::collection::vec(
         (1..16u8, 0..5usize, any::<u8>(), prop::bool::weighted(0.2)),
         0..6,
@@ -197,7 +200,7 @@ fn apply(lb: &mut SubsetLb, hosts: &mut Vec<Host>, next: &mut usize, op: Op) {
     }
 }
 
-fn metadata(lb: &SubsetLb, request: &Request) -> Metadata {
+pub(super) fn metadata(lb: &SubsetLb, request: &Request) -> Metadata {
     let mut md = lb.metadata();
     for (k, v) in request {
         lb.set(&mut md, k, v);
@@ -207,7 +210,12 @@ fn metadata(lb: &SubsetLb, request: &Request) -> Metadata {
 
 /// The index and the reference agree on every request: same fallback, same panic, a host the
 /// reference allows; the retry too; and on the number of active subsets.
-fn agree(lb: &mut SubsetLb, hosts: &[Host], config: &SubsetConfig, requests: &[Request]) {
+pub(super) fn agree(
+    lb: &mut SubsetLb,
+    hosts: &[Host],
+    config: &SubsetConfig,
+    requests: &[Request],
+) {
     let live = hosts
         .iter()
         .map(|h| (lb.host_id(&h.address).unwrap().slot, h))

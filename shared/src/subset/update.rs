@@ -12,14 +12,18 @@ impl SubsetLb {
     /// Adds a host (validated as in a table) to every subset it belongs to, creating subsets
     /// as needed.
     pub fn add_host(&mut self, host: Host) -> Result<HostId, SubsetError> {
-        validate_host(self.len(), &host)?;
+        self.add(&host)
+    }
+
+    pub(super) fn add(&mut self, host: &Host) -> Result<HostId, SubsetError> {
+        validate_host(self.len(), host)?;
         if self.find_address(&host.address).is_some() {
-            return Err(SubsetError::DuplicateAddress(host.address));
+            return Err(SubsetError::DuplicateAddress(host.address.clone()));
         }
         if self.len() >= MAX_HOSTS {
             return Err(SubsetError::Full);
         }
-        let s = self.push_slot(&host);
+        let s = self.push_slot(host);
         self.join_subsets(s);
         if self.in_default(s)
             && let Some((_, set)) = &mut self.default
@@ -109,7 +113,7 @@ impl SubsetLb {
         Ok(())
     }
 
-    fn known(&self, address: &str) -> Result<u32, SubsetError> {
+    pub(super) fn known(&self, address: &str) -> Result<u32, SubsetError> {
         self.find_address(address)
             .ok_or_else(|| SubsetError::UnknownHost(crate::hosttable::shown(address)))
     }
