@@ -8,13 +8,14 @@
 mod watch;
 
 use std::{
+    collections::VecDeque,
     path::{Path, PathBuf},
-    sync::{Arc, RwLock},
+    sync::{Arc, Mutex, RwLock},
 };
 
 use anyhow::Context;
 use axum::body::Bytes;
-use edgewise::HostTable;
+use edgewise::{HostDelta, HostTable};
 use sha2::{Digest, Sha256};
 
 use crate::{
@@ -33,6 +34,20 @@ pub struct Published {
     pub etag: String,
     /// SHA-256 of the table encoded with version 0: what changed, whatever the version says.
     fingerprint: [u8; 32],
+    /// Encoded [`HostDelta`]s to this table from the ones served before it, by their ETag:
+    /// those of the same configuration whose changes are few enough to beat a rebuild.
+    deltas: Vec<(String, Bytes)>,
+}
+
+/// Tables served before the current one that deltas are made from: workers check every few
+/// seconds, so one that missed more than a few changes gets the whole table.
+const HISTORY: usize = 3;
+
+/// Most changes a delta carries for a table of `hosts` hosts. Applying a change (a removal and
+/// an addition, for new labels) costs about as much as indexing 10 hosts from scratch, so
+/// beyond a sixteenth of the table the worker is better off with a rebuild.
+fn delta_budget(hosts: usize) -> usize {
+    (hosts / 16).max(8)
 }
 
 /// The current host table and its reload machinery.
@@ -40,7 +55,11 @@ pub struct Published {
 pub struct HostTables {
     path: Option<PathBuf>,
     current: RwLock<Option<Arc<Published>>>,
+    /// The tables replaced last (all but the newest of the [`HISTORY`] bases of the next
+    /// table's deltas; the current one is the newest), oldest first.
+    history: Mutex<VecDeque<Arc<Published>>>,
     reloads: Counter,
+    deltas: Counter,
     errors: Counter,
 }
 
@@ -74,7 +93,9 @@ impl HostTables {
         HostTables {
             path: None,
             current: RwLock::new(None),
+            history: Mutex::new(VecDeque::new()),
             reloads: Counter::default(),
+            deltas: Counter::default(),
             errors: Counter::default(),
         }
     }
@@ -119,6 +140,11 @@ impl HostTables {
     /// not reuse the current version for different content: workers rebuild only when the
     /// version moves, so they would keep routing by the old table.
     fn publish(&self, table: HostTable) -> anyhow::Result<Reload> {
+        // Held throughout: one publish at a time (SIGHUP and the file watcher may race).
+        let mut history = self
+            .history
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let current = self.current();
         let fingerprint = fingerprint(&table)?;
         if current
@@ -137,13 +163,30 @@ impl HostTables {
                 table.version
             );
         }
-        let published = Arc::new(Published::new(table, fingerprint)?);
+        let mut published = Published::new(table, fingerprint)?;
+        published.deltas = history
+            .iter()
+            .chain(&current)
+            .filter_map(|old| published.delta_from(old))
+            .collect();
         let version = published.table.version;
         *self
             .current
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(published);
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(published));
+        if let Some(old) = current {
+            history.push_back(old);
+        }
+        // With the current one, the HISTORY bases of the next table's deltas.
+        while history.len() >= HISTORY {
+            history.pop_front();
+        }
         Ok(Reload::Updated { version })
+    }
+
+    /// Counts a delta served.
+    pub fn delta_served(&self) {
+        self.deltas.inc();
     }
 
     /// Reloads on SIGHUP and, if configured, when the file changes. Call from the runtime.
@@ -173,6 +216,11 @@ impl HostTables {
             self.reloads.get(),
         );
         page.counter(
+            "edgewise_hosts_deltas_served_total",
+            "Answers to workers that held an earlier table: its changes instead of the table.",
+            self.deltas.get(),
+        );
+        page.counter(
             "edgewise_hosts_reload_errors_total",
             "Host table reloads rejected (the previous table kept serving).",
             self.errors.get(),
@@ -192,7 +240,25 @@ impl Published {
             bytes: Bytes::from(bytes),
             etag,
             fingerprint,
+            deltas: Vec::new(),
         })
+    }
+
+    /// The encoded delta to this table for a worker holding `old`, by `old`'s ETag, if the
+    /// configuration is the same and the changes are few.
+    fn delta_from(&self, old: &Published) -> Option<(String, Bytes)> {
+        let delta = HostDelta::between(&old.table, &self.table)?;
+        if delta.changes() > delta_budget(self.table.hosts.len()) {
+            return None;
+        }
+        let bytes = delta.encode().ok()?;
+        Some((old.etag.clone(), Bytes::from(bytes)))
+    }
+
+    /// The delta to this table for a worker holding the table of ETag `etag`, if there is one.
+    pub fn delta(&self, etag: &str) -> Option<&Bytes> {
+        let found = self.deltas.iter().find(|(base, _)| base == etag);
+        found.map(|(_, bytes)| bytes)
     }
 }
 

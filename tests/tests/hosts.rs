@@ -7,7 +7,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use edgewise::HostTable;
+use edgewise::{HostDelta, HostTable, SubsetLb};
 use edgewise_tests::{Daemon, HttpResponse, http, http_exchange};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
@@ -204,5 +204,55 @@ fn no_table_is_404_and_a_bad_table_stops_the_start() {
     assert!(
         !check.status.success(),
         "check-config must check the host table too"
+    );
+}
+
+#[test]
+fn a_worker_holding_an_earlier_table_gets_its_changes() {
+    const DELTA: &str = "application/x-edgewise-hosts-delta";
+    let setup = Setup::new("delta", 0);
+    let daemon = setup.start();
+    let first = get(&daemon, &[]);
+    let old_etag = first.header("etag").unwrap().to_owned();
+    setup.write_table(&table(9094));
+    daemon.signal("HUP");
+    let second = wait_for_port(&daemon, 9094, Duration::from_secs(5));
+
+    let accept = (
+        "Accept",
+        "application/x-edgewise-hosts-delta, application/x-edgewise-hosts",
+    );
+    let answer = get(&daemon, &[accept, ("If-None-Match", &old_etag)]);
+    assert_eq!(answer.status, 200);
+    assert_eq!(answer.header("content-type"), Some(DELTA));
+    assert_eq!(answer.header("etag"), second.header("etag"));
+    let delta = HostDelta::decode(&answer.body).unwrap();
+    assert_eq!((delta.upserts.len(), delta.removed.len()), (1, 1));
+    let mut lb = SubsetLb::decode(&first.body).unwrap();
+    lb.apply(&delta).unwrap();
+    let new = HostTable::decode(&second.body).unwrap();
+    assert_eq!(lb.version(), new.version);
+    assert!(lb.host_id("http://127.0.0.1:9094").is_some());
+    assert!(lb.host_id("http://127.0.0.1:8082").is_none());
+
+    // Without the media type in Accept, or from a table the daemon does not know: the table.
+    let plain = get(&daemon, &[("If-None-Match", &old_etag)]);
+    assert_eq!(
+        plain.header("content-type"),
+        Some("application/x-edgewise-hosts")
+    );
+    assert_eq!(plain.body, second.body);
+    let unknown = get(&daemon, &[accept, ("If-None-Match", "\"other\"")]);
+    assert_eq!(unknown.body, second.body);
+    // The current table's ETag is still a 304.
+    let current = second.header("etag").unwrap();
+    assert_eq!(
+        get(&daemon, &[accept, ("If-None-Match", current)]).status,
+        304
+    );
+    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    assert!(
+        metrics.contains("edgewise_hosts_deltas_served_total 1"),
+        "{metrics}"
     );
 }

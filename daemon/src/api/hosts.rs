@@ -9,15 +9,19 @@ use std::sync::Arc;
 
 use axum::{
     Json,
+    body::Bytes,
     extract::State,
     http::{HeaderMap, HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
 
 use super::{App, error, refusal};
+use crate::hosts::Published;
 
 /// Media type of the encoded table.
 pub const CONTENT_TYPE: &str = "application/x-edgewise-hosts";
+/// Media type of an encoded [`edgewise::HostDelta`], for clients that accept it.
+pub const DELTA_CONTENT_TYPE: &str = "application/x-edgewise-hosts-delta";
 /// Response header carrying the table's version.
 pub const VERSION_HEADER: &str = "x-edgewise-hosts-version";
 
@@ -30,6 +34,16 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
     };
     let mut response = if matches_etag(&headers, &current.etag) {
         StatusCode::NOT_MODIFIED.into_response()
+    } else if let Some(delta) = delta_for(&headers, &current) {
+        app.hosts.delta_served();
+        (
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static(DELTA_CONTENT_TYPE),
+            )],
+            delta.clone(),
+        )
+            .into_response()
     } else if wants_json(&headers) {
         Json(&current.table).into_response()
     } else {
@@ -45,18 +59,39 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
     }
     out.insert(VERSION_HEADER, HeaderValue::from(current.table.version));
     out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    out.insert(
+        header::VARY,
+        HeaderValue::from_static("accept, if-none-match"),
+    );
     response
 }
 
-/// `If-None-Match` lists the current ETag (or is `*`).
-fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
+/// The ETags `If-None-Match` lists.
+fn listed_etags(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|tag| tag.trim().trim_start_matches("W/"))
-        .any(|tag| tag == etag || tag == "*")
+}
+
+/// `If-None-Match` lists the current ETag (or is `*`).
+fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
+    listed_etags(headers).any(|tag| tag == etag || tag == "*")
+}
+
+/// The delta from a table the client holds (named in `If-None-Match`) to the current one, if
+/// the client accepts deltas and the daemon has one.
+fn delta_for<'a>(headers: &HeaderMap, current: &'a Published) -> Option<&'a Bytes> {
+    let accepts = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains(DELTA_CONTENT_TYPE));
+    if !accepts {
+        return None;
+    }
+    listed_etags(headers).find_map(|tag| current.delta(tag))
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {

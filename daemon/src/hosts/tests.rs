@@ -155,3 +155,59 @@ fn the_example_table_is_valid() {
     assert_eq!(table.hosts.len(), 4);
     assert_eq!(table.subset.selectors.len(), 2);
 }
+
+/// TWO_HOSTS with `n` hosts more in zone c.
+fn with_more(n: usize) -> String {
+    let mut text = TWO_HOSTS.to_owned();
+    for i in 0..n {
+        text.push_str(&format!(
+            "[[hosts]]\naddress = \"http://127.0.1.{i}:8080\"\nlabels = {{ zone = \"c\" }}\n"
+        ));
+    }
+    text
+}
+
+#[test]
+fn deltas_lead_from_recent_tables_to_the_current_one() {
+    let file = TempFile::new("deltas.toml", &with_more(0));
+    let tables = file.tables();
+    let mut served = vec![tables.current().unwrap()];
+    for n in 1..=5 {
+        file.write(&with_more(n));
+        tables.reload().unwrap();
+        served.push(tables.current().unwrap());
+    }
+    let current = tables.current().unwrap();
+    // The last HISTORY tables before the current one, not older ones, nor the current itself.
+    for (age, old) in served.iter().rev().enumerate() {
+        let delta = current.delta(&old.etag);
+        assert_eq!(delta.is_some(), (1..=HISTORY).contains(&age), "age {age}");
+        if let Some(bytes) = delta {
+            let delta = HostDelta::decode(bytes).unwrap();
+            assert_eq!(
+                (delta.from, delta.version),
+                (old.table.version, current.table.version)
+            );
+            assert_eq!(delta.upserts.len(), age);
+            let mut lb = edgewise::SubsetLb::build(&old.table).unwrap();
+            lb.apply(&delta).unwrap();
+            assert_eq!(lb.len(), current.table.hosts.len());
+        }
+    }
+}
+
+#[test]
+fn no_delta_across_a_configuration_change_or_past_the_budget() {
+    let file = TempFile::new("no-delta.toml", &with_more(0));
+    let tables = file.tables();
+    let first = tables.current().unwrap();
+    file.write(&with_more(0).replace("ANY_ENDPOINT", "NO_FALLBACK"));
+    tables.reload().unwrap();
+    assert!(tables.current().unwrap().delta(&first.etag).is_none());
+
+    let second = tables.current().unwrap();
+    file.write(&with_more(delta_budget(2) + 1).replace("ANY_ENDPOINT", "NO_FALLBACK"));
+    tables.reload().unwrap();
+    assert!(tables.current().unwrap().delta(&second.etag).is_none());
+    assert_eq!(delta_budget(1600), 100);
+}
