@@ -9,7 +9,9 @@
 //! - `subset/lookup/{scenario}`: one request at 100k hosts, metadata pre-interned or set from
 //!   raw strings, and MOSN's trie of hash maps.
 //! - `subset/update/{scenario}`: at 100k hosts, one host removed and added back (two updates
-//!   per iteration), its health toggled (two updates).
+//!   per iteration), its health toggled (two updates); a table change of 4 and of 1,000 hosts
+//!   as a delta from the daemon, there and back (two deltas decoded and applied), beside the
+//!   in-place build of the changed table that a delta saves.
 //!
 //! Short runs are enough: `cargo bench -p edgewise-benches --bench subset -- --warm-up-time 1
 //! --measurement-time 2`. `scripts/bench-subset.sh` prints the same as tables with ratios,
@@ -18,8 +20,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use edgewise::{HostTable, SubsetLb};
-use edgewise_benches::subset::{FullScan, SIZES, Scenario, peer_hosts, sorted};
+use edgewise::{HostDelta, HostTable, SubsetLb};
+use edgewise_benches::subset::{FullScan, SIZES, Scenario, changed, peer_hosts, sorted};
 
 const SEED: u64 = 0x5eed;
 const LOOKUP_HOSTS: usize = 100_000;
@@ -122,6 +124,30 @@ fn update(c: &mut Criterion) {
                 let down = lb.set_healthy(address, false).is_ok();
                 black_box(down && lb.set_healthy(address, true).is_ok())
             })
+        });
+        // A table change as the worker gets it from the daemon: the delta there and back
+        // (decoded and applied: two table changes per iteration), beside the in-place build
+        // of the new table it replaces.
+        let mut lb = SubsetLb::build(&table).expect("valid table");
+        for changes in [4, LOOKUP_HOSTS / 100] {
+            let new = changed(&table, changes);
+            let encode = |a, b| HostDelta::between(a, b).and_then(|d| d.encode().ok());
+            let there = encode(&table, &new).expect("same configuration");
+            let back = encode(&new, &table).expect("same configuration");
+            group.bench_function(format!("delta-{changes}-there-and-back"), |b| {
+                b.iter(|| {
+                    let mut ok = true;
+                    for bytes in [&there, &back] {
+                        let delta = HostDelta::decode(bytes).expect("valid delta");
+                        ok &= lb.apply(&delta).is_ok();
+                    }
+                    black_box(ok)
+                })
+            });
+        }
+        let bytes = changed(&table, 4).encode().expect("valid table");
+        group.bench_function("rebuild-in-place", |b| {
+            b.iter(|| SubsetLb::decode(&bytes).map(|lb| lb.len()))
         });
         group.finish();
     }

@@ -136,6 +136,35 @@ impl Scenario {
     }
 }
 
+/// `table` at the next version with `changes` hosts changed, spread over the table and taking
+/// turns: one marked unhealthy (or healthy again), one given the labels of a host half the table
+/// away (moved to other subsets), one removed, one added (labels of a removed host's kind).
+pub fn changed(table: &HostTable, changes: usize) -> HostTable {
+    let n = table.hosts.len();
+    let mut next = table.clone();
+    next.version += 1;
+    let mut removed = Vec::new();
+    for j in 0..changes.min(n) {
+        let i = (j * 7919 + 13) % n;
+        match j % 4 {
+            0 => next.hosts[i].healthy = !next.hosts[i].healthy,
+            1 => next.hosts[i].labels = table.hosts[(i + n / 2) % n].labels.clone(),
+            2 => removed.push(i),
+            _ => {
+                let mut host = table.hosts[i].clone();
+                host.address = address(n + j);
+                next.hosts.push(host);
+            }
+        }
+    }
+    removed.sort_unstable();
+    removed.dedup();
+    for i in removed.into_iter().rev() {
+        next.hosts.remove(i);
+    }
+    next
+}
+
 /// The address of host `i`: distinct for up to 16M hosts.
 pub fn address(i: usize) -> String {
     format!(

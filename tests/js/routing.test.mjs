@@ -157,11 +157,13 @@ function tomlTable(bOrigin) {
   return lines.join("\n") + "\n";
 }
 
-// Serves the daemon's /v1/hosts as is, or, once `corrupt` is set, a damaged body with a new ETag.
+// Serves the daemon's /v1/hosts as is; once `corrupt` is set, a damaged table with a new ETag;
+// once `corruptDeltas` is set, each delta damaged (cut short).
 async function faultProxy(daemonUrl) {
-  const state = { corrupt: false };
+  const state = { corrupt: false, corruptDeltas: false };
   const server = createServer(async (req, res) => {
     const headers = { authorization: req.headers.authorization ?? "" };
+    if (req.headers.accept) headers.accept = req.headers.accept;
     if (req.headers["if-none-match"] && !state.corrupt) headers["if-none-match"] = req.headers["if-none-match"];
     let upstream;
     try {
@@ -179,7 +181,8 @@ async function faultProxy(daemonUrl) {
     const out = { "content-type": upstream.headers.get("content-type") ?? "text/plain" };
     if (upstream.headers.get("etag")) out.etag = upstream.headers.get("etag");
     res.writeHead(upstream.status, out);
-    res.end(body);
+    const delta = out["content-type"] === "application/x-edgewise-hosts-delta";
+    res.end(delta && state.corruptDeltas ? body.subarray(0, body.length - 3) : body);
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   open.push(() => new Promise((done) => server.close(done)));
@@ -187,7 +190,12 @@ async function faultProxy(daemonUrl) {
   return state;
 }
 
-test("the daemon's table: fetched, updated at runtime, kept when malformed or unreachable", async () => {
+async function deltasServed(daemonUrl) {
+  const metrics = await (await fetch(`${daemonUrl}/metrics`)).text();
+  return Number(/^edgewise_hosts_deltas_served_total (\d+)$/m.exec(metrics)?.[1]);
+}
+
+test("the daemon's table: fetched, updated at runtime by deltas, kept when malformed or unreachable", async () => {
   const dir = mkdtempSync(path.join(tmpdir(), "edgewise-routing-"));
   open.push(() => rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, "hosts.toml");
@@ -211,7 +219,8 @@ test("the daemon's table: fetched, updated at runtime, kept when malformed or un
   const zoneB = { headers: { "x-edgewise-zone": "b" } };
   assert.deepEqual(only(await labels(mf, 4, zoneB)), ["b1"]);
 
-  // The operator moves zone b to another origin; the daemon notices, the worker follows.
+  // The operator moves zone b to another origin; the daemon notices, the worker follows, by the
+  // table's changes rather than the table (the daemon counts what it served).
   write(tomlTable("c1"));
   await eventually(async () => (await labels(mf, 1, zoneB))[0] === "c1", {
     what: "the worker routing by the new table",
@@ -219,6 +228,30 @@ test("the daemon's table: fetched, updated at runtime, kept when malformed or un
     within: 10_000,
   });
   assert.deepEqual(only(await labels(mf, 4, zoneB)), ["c1"]);
+  assert.equal(await deltasServed(daemon.url), 1);
+
+  // A damaged delta is refused; the worker asks for the whole table next and follows anyway.
+  proxy.corruptDeltas = true;
+  write(tomlTable("b1"));
+  await eventually(async () => (await labels(mf, 1, zoneB)) && (await deltasServed(daemon.url)) === 2, {
+    what: "the daemon serving the damaged delta",
+    every: 30,
+    within: 10_000,
+  });
+  await eventually(async () => (await labels(mf, 1, zoneB))[0] === "b1", {
+    what: "the worker routing by the whole table after a damaged delta",
+    every: 30,
+    within: 10_000,
+  });
+  assert.deepEqual(only(await labels(mf, 4, zoneB)), ["b1"]);
+  proxy.corruptDeltas = false;
+  write(tomlTable("c1"));
+  await eventually(async () => (await labels(mf, 1, zoneB))[0] === "c1", {
+    what: "deltas again",
+    every: 30,
+    within: 10_000,
+  });
+  assert.equal(await deltasServed(daemon.url), 3);
 
   // A damaged table is refused: the worker keeps routing by the one it has.
   proxy.corrupt = true;

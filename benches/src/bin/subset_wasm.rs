@@ -15,6 +15,10 @@
 //! - lookup: `select` + `release` with metadata set once (pre-interned), or set from raw
 //!   strings per request, beside MOSN's trie of hash maps over the same strings.
 //! - update: one host removed and added back, and its health toggled, at 100k hosts.
+//! - table change: a new table version with 4, 1% and 5% of the hosts changed (health, labels,
+//!   removed, added: [`changed`]), reaching the worker as a `HostDelta` (decoded and applied in
+//!   place: there and back, so each batch starts from the same table) beside the in-place build
+//!   of the whole new table it replaces.
 //!
 //! Build and lookup cells are medians over batches, peers interleaved batch by batch.
 
@@ -24,9 +28,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use edgewise::{HostTable, Metadata, SubsetLb};
+use edgewise::{HostDelta, HostTable, Metadata, SubsetLb};
 use edgewise_benches::batch::{Config, Sampler, TARGET, fmt_ns};
-use edgewise_benches::subset::{FullScan, SIZES, Scenario, peer_hosts, sorted};
+use edgewise_benches::subset::{FullScan, SIZES, Scenario, changed, peer_hosts, sorted};
 
 /// Live heap bytes.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -256,6 +260,43 @@ fn update_row(cfg: &Config, scenario: Scenario, n: usize, build_ns: f64) {
     );
 }
 
+/// One table change of `changes` hosts: the delta's size, its decode + apply time (the mean of
+/// there and back), the in-place build of the new table, and their ratio.
+fn change_row(cfg: &Config, scenario: Scenario, n: usize, changes: usize) {
+    let table = scenario.table(n, SEED);
+    let new = changed(&table, changes);
+    let encode = |a, b| {
+        let delta = HostDelta::between(a, b).unwrap_or_else(|| panic!("same configuration"));
+        delta.encode().unwrap_or_else(|e| panic!("{e}"))
+    };
+    let (there, back) = (encode(&table, &new), encode(&new, &table));
+    let whole = new.encode().unwrap_or_else(|e| panic!("{e}"));
+    let mut lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
+    let mut sampler = Sampler::new(cfg);
+    for _ in 0..cfg.batches {
+        sampler.batch("delta", 2, || {
+            let mut ok = 0;
+            for bytes in [&there, &back] {
+                let delta = HostDelta::decode(bytes).unwrap_or_else(|e| panic!("{e}"));
+                ok += usize::from(lb.apply(&delta).is_ok());
+            }
+            ok
+        });
+        sampler.batch("rebuild", 1, || SubsetLb::decode(&whole).map(|lb| lb.len()));
+    }
+    let (delta, rebuild) = (median(&sampler, "delta"), median(&sampler, "rebuild"));
+    println!(
+        "{:<7} {:>7} {:>7} {:>9.1} {:>10} {:>10} {:>9.0}x",
+        scenario.name(),
+        n,
+        changes,
+        there.len() as f64 / 1024.0,
+        format!("{:.1}", delta / 1e3),
+        fmt_ms(rebuild),
+        rebuild / delta,
+    );
+}
+
 fn main() -> ExitCode {
     let (mut peer_rounds, mut max_hosts) = (3usize, SIZES[1]);
     let extra = |flag: &str, n: u64| {
@@ -321,6 +362,18 @@ fn main() -> ExitCode {
         sampler.batches("build", 1, || SubsetLb::build(&table).map(|lb| lb.len()));
         let build_ns = sampler.median("build").unwrap_or(f64::NAN);
         update_row(cfg, scenario, n, build_ns);
+    }
+    println!(
+        "\ntable change: delta = HostDelta::decode + SubsetLb::apply of the daemon's answer; \
+         rebuild = SubsetLb::decode of the whole new table"
+    );
+    println!("scenario  hosts changes deltaKiB   delta us  rebuild ms  speedup");
+    for scenario in Scenario::ALL {
+        for &n in &sizes {
+            for changes in [4, n / 100, n / 20] {
+                change_row(cfg, scenario, n, changes);
+            }
+        }
     }
     // Node 20 may crash tearing down a WASI instance this large: exit through `proc_exit` at
     // once, which benches/js/run-wasi.mjs records before Node can fail.

@@ -2,12 +2,13 @@
 //! checked.
 //!
 //! Requests interleave at every `await`, so the state is only borrowed between awaits, and a
-//! pick remembers the version it was made under: a host released or retried after a rebuild
-//! refers to the old table and is left alone.
+//! pick remembers the load balancer it was made by: a host released or retried after a
+//! rebuild refers to the old one and is left alone. A delta from the daemon changes the load
+//! balancer in place, so picks made before it are released into it as usual.
 
 use std::cell::{Cell, RefCell};
 
-use edgewise::{HostId, Metadata, Origin, SubsetLb};
+use edgewise::{HostDelta, HostId, Metadata, Origin, SubsetLb};
 use worker::{Request, RequestInit, console_error, console_log};
 
 use super::Source;
@@ -18,17 +19,31 @@ struct Live {
     /// table; the origin of a host is parsed when it is picked (a table change at 100k hosts
     /// would otherwise parse and copy 100k addresses for the few the isolate forwards to).
     lb: SubsetLb,
-    /// ETag of the daemon's answer this was built from.
+    /// ETag of the daemon's table this was built from, or brought to by deltas.
     etag: Option<String>,
     /// When the daemon was last asked (ms since the epoch).
     checked_at: u64,
+    /// Tells load balancers apart (a pick is released only into the one it came from).
+    epoch: u64,
+    /// Hosts changed by deltas since the build.
+    churn: usize,
+    /// The next table from the daemon replaces this one even at the same version: deltas
+    /// have changed about half the hosts, and what removed hosts leave in the index (the
+    /// values no host has any more, such as unique pod names) goes only with a build.
+    stale: bool,
 }
+
+/// Media types the worker reads, the delta first: `GET /v1/hosts` answers a worker that names
+/// an earlier table in `If-None-Match` with its changes when the daemon has them.
+const ACCEPT_TABLES: &str = "application/x-edgewise-hosts-delta, application/x-edgewise-hosts";
+const DELTA_TYPE: &str = "application/x-edgewise-hosts-delta";
 
 thread_local! {
     static LIVE: RefCell<Option<Live>> = const { RefCell::new(None) };
     /// A request is already asking the daemon: others keep using the current table.
     static CHECKING: Cell<bool> = const { Cell::new(false) };
     static RNG: Cell<u64> = const { Cell::new(0) };
+    static EPOCHS: Cell<u64> = const { Cell::new(0) };
 }
 
 /// A chosen host. Dropping it ends the request for least-request accounting.
@@ -37,13 +52,13 @@ pub(crate) struct Pick {
     /// Where to forward.
     pub(crate) origin: Origin,
     host: HostId,
-    version: u64,
+    epoch: u64,
     metadata: Metadata,
 }
 
 impl Drop for Pick {
     fn drop(&mut self) {
-        with_live(self.version, |live| live.lb.release(self.host));
+        with_live(self.epoch, |live| live.lb.release(self.host));
     }
 }
 
@@ -90,6 +105,18 @@ enum Fetched {
         bytes: Vec<u8>,
         etag: Option<String>,
     },
+    /// The changes from the table of the ETag the worker sent.
+    Delta {
+        bytes: Vec<u8>,
+        etag: Option<String>,
+    },
+}
+
+/// A fetched answer, read.
+enum Update {
+    None,
+    Table(Box<SubsetLb>, Option<String>),
+    Delta(HostDelta, Option<String>),
 }
 
 async fn fetch(
@@ -98,6 +125,9 @@ async fn fetch(
     etag: Option<&str>,
 ) -> Result<Fetched, String> {
     let headers = daemon.headers()?;
+    headers
+        .set("accept", ACCEPT_TABLES)
+        .map_err(|e| e.to_string())?;
     if let Some(etag) = etag {
         headers
             .set("if-none-match", etag)
@@ -109,10 +139,15 @@ async fn fetch(
     let mut response = daemon.send(request).await?;
     match response.status_code() {
         304 => Ok(Fetched::NotModified),
-        200 => Ok(Fetched::Table {
-            etag: response.headers().get("etag").ok().flatten(),
-            bytes: response.bytes().await.map_err(|e| e.to_string())?,
-        }),
+        200 => {
+            let header = |name| response.headers().get(name).ok().flatten();
+            let (etag, kind) = (header("etag"), header("content-type"));
+            let bytes = response.bytes().await.map_err(|e| e.to_string())?;
+            Ok(match kind.is_some_and(|t| t.starts_with(DELTA_TYPE)) {
+                true => Fetched::Delta { bytes, etag },
+                false => Fetched::Table { bytes, etag },
+            })
+        }
         status => Err(format!(
             "daemon answered {status}: {}",
             response.text().await.unwrap_or_default()
@@ -123,32 +158,36 @@ async fn fetch(
 /// Installs a fetched table. Errors keep the current table (checked again after the refresh
 /// interval, not on every request); they fail requests only while there is no table at all.
 fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
-    let fetched = fetched.and_then(|fetched| match fetched {
-        Fetched::NotModified => Ok(None),
-        Fetched::Table { bytes, etag } => SubsetLb::decode(&bytes)
-            .map(|lb| Some((lb, etag)))
-            .map_err(|e| format!("host table from the daemon rejected: {e}")),
-    });
+    let fetched = fetched.and_then(read);
     LIVE.with(|l| {
         let mut slot = l.borrow_mut();
         let failed = match (fetched, slot.as_mut()) {
-            (Ok(None), Some(live)) => {
+            (Ok(Update::None), Some(live)) => {
                 live.checked_at = now;
                 return Ok(());
             }
-            (Ok(Some((lb, etag))), Some(live)) if live.lb.version() == lb.version() => {
+            (Ok(Update::Delta(delta, etag)), Some(live)) => match live.apply(&delta, etag) {
+                Ok(()) => {
+                    live.checked_at = now;
+                    return Ok(());
+                }
+                Err(why) => why,
+            },
+            (Ok(Update::Table(lb, etag)), Some(live))
+                if live.lb.version() == lb.version() && !live.stale =>
+            {
                 live.etag = etag;
                 live.checked_at = now;
                 return Ok(());
             }
-            (Ok(Some((lb, etag))), _) => {
+            (Ok(Update::Table(lb, etag)), _) => {
                 console_log!(
                     "edgewise: routing by host table version {} ({} hosts, {} subsets)",
                     lb.version(),
                     lb.len(),
                     lb.stats().subsets_active
                 );
-                if let Some(old) = slot.replace(Live::new(lb, etag, now)) {
+                if let Some(old) = slot.replace(Live::new(*lb, etag, now)) {
                     console_log!(
                         "edgewise: the previous table's routing: {:?}",
                         old.lb.stats()
@@ -156,7 +195,10 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
                 }
                 return Ok(());
             }
-            (Ok(None), None) => "the daemon answered 304 to a first request".to_owned(),
+            (Ok(Update::None), None) => "the daemon answered 304 to a first request".to_owned(),
+            (Ok(Update::Delta(..)), None) => {
+                "the daemon answered a delta to a first request".to_owned()
+            }
             (Err(why), _) => why,
         };
         match slot.as_mut() {
@@ -168,6 +210,33 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
             None => Err(Failure::HostsUnavailable(failed)),
         }
     })
+}
+
+/// Decodes a fetched answer (the delta only as far as its own rules go: whether it fits the
+/// table held is [`Live::apply`]'s business).
+fn read(fetched: Fetched) -> Result<Update, String> {
+    match fetched {
+        Fetched::NotModified => Ok(Update::None),
+        Fetched::Table { bytes, etag } => SubsetLb::decode(&bytes)
+            .map(|lb| Update::Table(Box::new(lb), etag))
+            .map_err(|e| format!("host table from the daemon rejected: {e}")),
+        Fetched::Delta { bytes, etag } => HostDelta::decode(&bytes)
+            .map(|delta| Update::Delta(delta, etag))
+            .map_err(|e| {
+                // Asked for again by the table's old ETag, it would be refused again.
+                forget_etag();
+                format!("host delta from the daemon rejected: {e}")
+            }),
+    }
+}
+
+/// The next check asks for the whole table.
+fn forget_etag() {
+    LIVE.with(|l| {
+        if let Some(live) = l.borrow_mut().as_mut() {
+            live.etag = None;
+        }
+    });
 }
 
 /// Picks a host for the request's metadata.
@@ -194,9 +263,7 @@ pub(super) fn pick(values: &[(&str, String)]) -> Result<Pick, Failure> {
 pub(super) fn retry(failed: &Pick) -> Option<Pick> {
     LIVE.with(|l| {
         let mut slot = l.borrow_mut();
-        let live = slot
-            .as_mut()
-            .filter(|live| live.lb.version() == failed.version)?;
+        let live = slot.as_mut().filter(|live| live.epoch == failed.epoch)?;
         let selection = live
             .lb
             .select_retry(&failed.metadata, entropy(), failed.host)?;
@@ -206,11 +273,37 @@ pub(super) fn retry(failed: &Pick) -> Option<Pick> {
 
 impl Live {
     fn new(lb: SubsetLb, etag: Option<String>, checked_at: u64) -> Live {
+        let epoch = EPOCHS.with(|e| {
+            e.set(e.get() + 1);
+            e.get()
+        });
         Live {
             lb,
             etag,
             checked_at,
+            epoch,
+            churn: 0,
+            stale: false,
         }
+    }
+
+    /// Applies a delta from the daemon in place; on error the load balancer is unchanged and
+    /// the next check asks for the whole table.
+    fn apply(&mut self, delta: &HostDelta, etag: Option<String>) -> Result<(), String> {
+        let applied = self.lb.apply(delta).map_err(|e| {
+            self.etag = None;
+            format!("host delta from the daemon rejected: {e}")
+        })?;
+        self.churn += delta.changes();
+        // Small tables leave little behind: rebuilt for churn only from 64 changes on.
+        self.stale = self.churn > (self.lb.len() / 2).max(64);
+        self.etag = if self.stale { None } else { etag };
+        console_log!(
+            "edgewise: routing by host table version {} (a delta: {applied:?}; {} hosts)",
+            self.lb.version(),
+            self.lb.len()
+        );
+        Ok(())
     }
 
     fn pick(&self, host: HostId, metadata: Metadata) -> Option<Pick> {
@@ -219,17 +312,17 @@ impl Live {
         Some(Pick {
             origin,
             host,
-            version: self.lb.version(),
+            epoch: self.epoch,
             metadata,
         })
     }
 }
 
-/// Runs `f` on the live state if it is still at `version`.
-fn with_live(version: u64, f: impl FnOnce(&mut Live)) {
+/// Runs `f` on the live state if it is still of `epoch`.
+fn with_live(epoch: u64, f: impl FnOnce(&mut Live)) {
     LIVE.with(|l| {
         if let Ok(mut slot) = l.try_borrow_mut()
-            && let Some(live) = slot.as_mut().filter(|live| live.lb.version() == version)
+            && let Some(live) = slot.as_mut().filter(|live| live.epoch == epoch)
         {
             f(live);
         }
