@@ -209,5 +209,5 @@ fn no_delta_across_a_configuration_change_or_past_the_budget() {
     file.write(&with_more(delta_budget(2) + 1).replace("ANY_ENDPOINT", "NO_FALLBACK"));
     tables.reload().unwrap();
     assert!(tables.current().unwrap().delta(&second.etag).is_none());
-    assert_eq!(delta_budget(1600), 100);
+    assert_eq!(delta_budget(1600), 50);
 }
