@@ -40,7 +40,13 @@ pub(super) fn spawn(tables: Arc<HostTables>, config: &HostsConfig) -> anyhow::Re
                     seen = now;
                 }
             }
-            report(tables.reload());
+            // Parsing, encoding and diffing 100k hosts takes a few hundred ms: off the
+            // runtime's threads, which serve the API meanwhile.
+            let reloading = Arc::clone(&tables);
+            match tokio::task::spawn_blocking(move || reloading.reload()).await {
+                Ok(outcome) => report(outcome),
+                Err(error) => tracing::error!(%error, "host table reload panicked"),
+            }
         }
     });
     Ok(())
