@@ -43,9 +43,9 @@ pub struct Published {
 /// seconds, so one that missed more than a few changes gets the whole table.
 const HISTORY: usize = 3;
 
-/// Most changes a delta carries for a table of `hosts` hosts. A change costs the worker ~10 µs
-/// (a relabel is a removal and an addition), as much as indexing ~15 hosts from scratch: a
-/// delta of 1% of the hosts is 4-5 times faster than a rebuild, one of 5% no faster
+/// Most changes a delta carries for a table of `hosts` hosts. A change costs the worker ~10-20
+/// µs (a relabel is a removal and an addition), as much as indexing ~20 hosts from scratch: a
+/// delta of 1% of the hosts is 4-6 times faster than a rebuild, one of 5% no faster
 /// (`subset_wasm`'s table change rows), so past ~3% the worker gets the table.
 fn delta_budget(hosts: usize) -> usize {
     (hosts / 32).max(8)
@@ -141,7 +141,8 @@ impl HostTables {
     /// not reuse the current version for different content: workers rebuild only when the
     /// version moves, so they would keep routing by the old table.
     fn publish(&self, table: HostTable) -> anyhow::Result<Reload> {
-        // Held throughout: one publish at a time (SIGHUP and the file watcher may race).
+        // Held throughout: one publish at a time (`reload` is public; the watcher's own
+        // reloads come one after another).
         let mut history = self
             .history
             .lock()

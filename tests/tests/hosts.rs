@@ -242,6 +242,9 @@ fn a_worker_holding_an_earlier_table_gets_its_changes() {
         Some("application/x-edgewise-hosts")
     );
     assert_eq!(plain.body, second.body);
+    let refused = ("Accept", "application/x-edgewise-hosts-delta;q=0, */*");
+    let plain = get(&daemon, &[refused, ("If-None-Match", &old_etag)]);
+    assert_eq!(plain.body, second.body);
     let unknown = get(&daemon, &[accept, ("If-None-Match", "\"other\"")]);
     assert_eq!(unknown.body, second.body);
     // The current table's ETag is still a 304.

@@ -2,8 +2,11 @@
 //!
 //! Answers the rkyv encoding (`application/x-edgewise-hosts`) with a strong ETag and the
 //! table's version in `x-edgewise-hosts-version`; `If-None-Match` with the current ETag gets
-//! 304, so a worker's periodic check costs no body. `Accept: application/json` gets the same
-//! table as JSON, for people and scripts. 404 when the daemon serves no table.
+//! 304, so a worker's periodic check costs no body. `If-None-Match` with the ETag of one of the
+//! last tables served, from a client that accepts `application/x-edgewise-hosts-delta`, gets
+//! the changes since that table (an [`edgewise::HostDelta`]) when the daemon has them, else the
+//! table. `Accept: application/json` gets the same table as JSON, for people and scripts. 404
+//! when the daemon serves no table.
 
 use std::sync::Arc;
 
@@ -84,14 +87,28 @@ fn matches_etag(headers: &HeaderMap, etag: &str) -> bool {
 /// The delta from a table the client holds (named in `If-None-Match`) to the current one, if
 /// the client accepts deltas and the daemon has one.
 fn delta_for<'a>(headers: &HeaderMap, current: &'a Published) -> Option<&'a Bytes> {
-    let accepts = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains(DELTA_CONTENT_TYPE));
-    if !accepts {
+    if !accepts_delta(headers) {
         return None;
     }
     listed_etags(headers).find_map(|tag| current.delta(tag))
+}
+
+/// `Accept` lists the delta type, and not with `q=0` (refused).
+fn accepts_delta(headers: &HeaderMap) -> bool {
+    let refused = |param: &str| {
+        let (name, value) = param.split_once('=').unwrap_or((param, ""));
+        name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+    };
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|range| {
+            let mut parts = range.split(';');
+            let kind = parts.next().unwrap_or_default().trim();
+            kind.eq_ignore_ascii_case(DELTA_CONTENT_TYPE) && !parts.any(refused)
+        })
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {

@@ -174,7 +174,7 @@ fn deltas_lead_from_recent_tables_to_the_current_one() {
     let mut served = vec![tables.current().unwrap()];
     for n in 1..=5 {
         file.write(&with_more(n));
-        tables.reload().unwrap();
+        assert!(matches!(tables.reload().unwrap(), Reload::Updated { .. }));
         served.push(tables.current().unwrap());
     }
     let current = tables.current().unwrap();
@@ -202,12 +202,12 @@ fn no_delta_across_a_configuration_change_or_past_the_budget() {
     let tables = file.tables();
     let first = tables.current().unwrap();
     file.write(&with_more(0).replace("ANY_ENDPOINT", "NO_FALLBACK"));
-    tables.reload().unwrap();
+    assert!(matches!(tables.reload().unwrap(), Reload::Updated { .. }));
     assert!(tables.current().unwrap().delta(&first.etag).is_none());
 
     let second = tables.current().unwrap();
     file.write(&with_more(delta_budget(2) + 1).replace("ANY_ENDPOINT", "NO_FALLBACK"));
-    tables.reload().unwrap();
+    assert!(matches!(tables.reload().unwrap(), Reload::Updated { .. }));
     assert!(tables.current().unwrap().delta(&second.etag).is_none());
     assert_eq!(delta_budget(1600), 50);
 }

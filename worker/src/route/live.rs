@@ -15,8 +15,8 @@ use super::Source;
 use crate::failure::Failure;
 
 struct Live {
-    /// Built from the daemon's bytes in place ([`SubsetLb::decode`]), or from the JSON var's
-    /// table; the origin of a host is parsed when it is picked (a table change at 100k hosts
+    /// Built from the daemon's bytes in place ([`SubsetLb::decode`]) and brought up to date by
+    /// its deltas ([`SubsetLb::apply`]), or built from the JSON var's table; the origin of a host is parsed when it is picked (a table change at 100k hosts
     /// would otherwise parse and copy 100k addresses for the few the isolate forwards to).
     lb: SubsetLb,
     /// ETag of the daemon's table this was built from, or brought to by deltas.
@@ -173,8 +173,11 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
                 }
                 Err(why) => why,
             },
-            (Ok(Update::Table(lb, etag)), Some(live))
-                if live.lb.version() == lb.version() && !live.stale =>
+            // The table held, sent whole (a proxy dropped `If-None-Match`). Only its ETag
+            // says so: a version can name other content than the held one's (a daemon refuses
+            // that only against the table it serves at the time).
+            (Ok(Update::Table(_, etag)), Some(live))
+                if live.etag.is_some() && live.etag == etag && !live.stale =>
             {
                 live.etag = etag;
                 live.checked_at = now;
@@ -290,12 +293,17 @@ impl Live {
     /// Applies a delta from the daemon in place; on error the load balancer is unchanged and
     /// the next check asks for the whole table.
     fn apply(&mut self, delta: &HostDelta, etag: Option<String>) -> Result<(), String> {
+        if delta.from != delta.version && delta.version == self.lb.version() {
+            // Two checks crossed (a first load and a refresh) and both got it: applied once.
+            self.etag = etag;
+            return Ok(());
+        }
         let applied = self.lb.apply(delta).map_err(|e| {
             self.etag = None;
             format!("host delta from the daemon rejected: {e}")
         })?;
         self.churn += delta.changes();
-        // Small tables leave little behind: rebuilt for churn only from 64 changes on.
+        // Small tables leave little behind: rebuilt for churn only past 64 changes.
         self.stale = self.churn > (self.lb.len() / 2).max(64);
         self.etag = if self.stale { None } else { etag };
         console_log!(

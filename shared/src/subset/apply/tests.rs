@@ -177,6 +177,30 @@ fn an_empty_delta_moves_only_the_version() {
     assert_eq!(snapshot(&mut lb), (5, stats, picks));
 }
 
+#[test]
+fn list_values_are_compared_as_sets_of_items() {
+    let mut old = zones();
+    old.subset.list_as_any = true;
+    old.hosts[0].labels.insert("zone".into(), "a,b".into());
+    old.hosts[1].labels.insert("zone".into(), "a".into());
+    let mut new = HostTable {
+        version: 2,
+        ..old.clone()
+    };
+    // The same items in another order, or repeated: the same subsets; a new item: others.
+    new.hosts[0].labels.insert("zone".into(), "b,a".into());
+    new.hosts[0].weight = 3;
+    new.hosts[1].labels.insert("zone".into(), "a,a".into());
+    new.hosts[2].labels.insert("zone".into(), "a,c".into());
+    let mut lb = SubsetLb::build(&old).unwrap();
+    let kept = lb.host_id("http://10.0.0.0:8080").unwrap();
+    let applied = lb.apply(&HostDelta::between(&old, &new).unwrap()).unwrap();
+    assert_eq!((applied.updated, applied.relabelled), (2, 1));
+    assert_eq!(lb.host_id("http://10.0.0.0:8080"), Some(kept));
+    assert!(picked(&mut lb, "c").contains("http://10.0.0.2:8080"));
+    assert!(picked(&mut lb, "b").contains("http://10.0.0.0:8080"));
+}
+
 /// A host table changed at random: each host kept, dropped, relabelled, or given another
 /// weight or health, and new hosts added.
 fn changed(
@@ -226,7 +250,14 @@ proptest! {
         let delta = HostDelta::decode(&delta.encode().unwrap()).unwrap();
         let mut lb = SubsetLb::decode(&old.encode().unwrap()).unwrap();
         let applied = lb.apply(&delta).unwrap();
-        prop_assert_eq!(applied.added + applied.updated + applied.relabelled, delta.upserts.len());
+        let had = |h: &&Host| old.hosts.iter().any(|o| o.address == h.address);
+        let relabelled = new.hosts.iter().filter(|h| {
+            old.hosts.iter().any(|o| o.address == h.address && o.labels != h.labels)
+        });
+        prop_assert_eq!(applied.added, new.hosts.iter().filter(|h| !had(h)).count());
+        prop_assert_eq!(applied.removed, old.hosts.len() + applied.added - new.hosts.len());
+        // Other strings may name the same list items: then not moved.
+        prop_assert!(applied.relabelled <= relabelled.count());
         prop_assert_eq!(lb.version(), 2);
         prop_assert_eq!(lb.len(), new.hosts.len());
         agree(&mut lb, &new.hosts, &config, &requests);
