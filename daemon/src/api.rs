@@ -10,10 +10,7 @@ mod hosts;
 mod ready;
 mod tokens;
 
-pub use hosts::{
-    CONTENT_TYPE as HOSTS_CONTENT_TYPE, DELTA_CONTENT_TYPE as HOSTS_DELTA_CONTENT_TYPE,
-    VERSION_HEADER as HOSTS_VERSION_HEADER,
-};
+pub use hosts::{CONTENT_TYPE as HOSTS_CONTENT_TYPE, VERSION_HEADER as HOSTS_VERSION_HEADER};
 
 use std::{
     sync::Arc,

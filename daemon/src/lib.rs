@@ -18,7 +18,7 @@ mod telemetry;
 mod tokencache;
 mod workspaces;
 
-pub use api::{App, HOSTS_CONTENT_TYPE, HOSTS_DELTA_CONTENT_TYPE, HOSTS_VERSION_HEADER, router};
+pub use api::{App, HOSTS_CONTENT_TYPE, HOSTS_VERSION_HEADER, router};
 pub use auth::Auth;
 pub use config::{
     ApiConfig, Config, FeaturesConfig, HostsConfig, LogConfig, LogFormat, MemcachedConfig,

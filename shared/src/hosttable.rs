@@ -39,7 +39,7 @@ use alloc::{collections::BTreeMap, string::String, vec::Vec};
 
 use config::ArchivedSubsetConfig;
 pub use config::{FallbackPolicy, LbPolicy, SelectorFallback, SubsetConfig, SubsetSelector};
-pub use delta::HostDelta;
+pub use delta::{HOST_DELTA_MEDIA_TYPE, HostDelta};
 pub use error::HostTableError;
 pub(crate) use error::shown;
 pub use validate::{
@@ -51,6 +51,9 @@ pub(crate) use validate::{
     label_fits, plain_addresses,
 };
 pub(crate) use view::HostView;
+
+/// Media type of [`HostTable::encode`]'s bytes, as `GET /v1/hosts` serves them.
+pub const HOST_TABLE_MEDIA_TYPE: &str = "application/x-edgewise-hosts";
 
 /// The upstream hosts and how requests are divided among them.
 #[derive(

@@ -37,9 +37,10 @@ pub use headers::{
     HeaderNames, HeaderSet,
 };
 pub use hosttable::{
-    FallbackPolicy, Host, HostDelta, HostTable, HostTableError, LbPolicy, MAX_ADDRESS_LEN,
-    MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS,
-    MAX_VALUE_LEN, MAX_WEIGHT, SelectorFallback, SubsetConfig, SubsetSelector,
+    FallbackPolicy, HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, Host, HostDelta, HostTable,
+    HostTableError, LbPolicy, MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS,
+    MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
+    SelectorFallback, SubsetConfig, SubsetSelector,
 };
 pub use origin::{Origin, Scheme};
 #[cfg(feature = "issuer")]

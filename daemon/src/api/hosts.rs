@@ -18,13 +18,13 @@ use axum::{
     response::{IntoResponse, Response},
 };
 
+use edgewise::HOST_DELTA_MEDIA_TYPE;
+
 use super::{App, error, refusal};
 use crate::hosts::Published;
 
 /// Media type of the encoded table.
-pub const CONTENT_TYPE: &str = "application/x-edgewise-hosts";
-/// Media type of an encoded [`edgewise::HostDelta`], for clients that accept it.
-pub const DELTA_CONTENT_TYPE: &str = "application/x-edgewise-hosts-delta";
+pub const CONTENT_TYPE: &str = edgewise::HOST_TABLE_MEDIA_TYPE;
 /// Response header carrying the table's version.
 pub const VERSION_HEADER: &str = "x-edgewise-hosts-version";
 
@@ -42,7 +42,7 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
         (
             [(
                 header::CONTENT_TYPE,
-                HeaderValue::from_static(DELTA_CONTENT_TYPE),
+                HeaderValue::from_static(HOST_DELTA_MEDIA_TYPE),
             )],
             delta.clone(),
         )
@@ -107,7 +107,7 @@ fn accepts_delta(headers: &HeaderMap) -> bool {
         .any(|range| {
             let mut parts = range.split(';');
             let kind = parts.next().unwrap_or_default().trim();
-            kind.eq_ignore_ascii_case(DELTA_CONTENT_TYPE) && !parts.any(refused)
+            kind.eq_ignore_ascii_case(HOST_DELTA_MEDIA_TYPE) && !parts.any(refused)
         })
 }
 

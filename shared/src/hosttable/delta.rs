@@ -17,6 +17,10 @@ use super::{Aligned, Host, HostTable, HostTableError, MAX_HOSTS, shown, validate
 
 type Fixed = foldhash::fast::FixedState;
 
+/// Media type of [`HostDelta::encode`]'s bytes, as `GET /v1/hosts` serves them to a client
+/// that lists it in `Accept`.
+pub const HOST_DELTA_MEDIA_TYPE: &str = "application/x-edgewise-hosts-delta";
+
 /// Changes from the table of version `from` to the table of version `version`, whose subset
 /// configurations are equal.
 #[derive(
@@ -83,8 +87,8 @@ impl HostDelta {
         self.changes() == 0
     }
 
-    /// The delta as rkyv bytes, the body of `GET /v1/hosts` in
-    /// `application/x-edgewise-hosts-delta`. Validates first.
+    /// The delta as rkyv bytes, the body of `GET /v1/hosts` in [`HOST_DELTA_MEDIA_TYPE`].
+    /// Validates first.
     pub fn encode(&self) -> Result<Vec<u8>, HostTableError> {
         self.validate()?;
         rkyv::to_bytes::<rkyv::rancor::Failure>(self)
@@ -92,8 +96,9 @@ impl HostDelta {
             .map_err(|_| HostTableError::TooLargeToEncode)
     }
 
-    /// Reads bytes made by [`HostDelta::encode`]: checked byte by byte (bytecheck), the
-    /// upserted hosts' labels checked for order as a table's are, then validated.
+    /// Reads bytes made by [`HostDelta::encode`]: checked byte by byte (bytecheck), then
+    /// [`HostDelta::validate`]d; the upserted hosts are checked archived, where labels a
+    /// `BTreeMap` would silently sort or merge are refused, as a table's are.
     pub fn decode(bytes: &[u8]) -> Result<HostDelta, HostTableError> {
         let aligned = Aligned::new(bytes);
         let archived = rkyv::access::<ArchivedHostDelta, rkyv::rancor::Failure>(aligned.bytes())
@@ -101,7 +106,7 @@ impl HostDelta {
         validate::hosts(&archived.upserts[..])?;
         let delta = rkyv::deserialize::<HostDelta, rkyv::rancor::Failure>(archived)
             .map_err(|_| HostTableError::Malformed)?;
-        delta.validate()?;
+        delta.validate_removed()?;
         Ok(delta)
     }
 
@@ -109,6 +114,11 @@ impl HostDelta {
     /// Whether removed addresses exist is the index's business.
     pub fn validate(&self) -> Result<(), HostTableError> {
         validate::hosts(&self.upserts)?;
+        self.validate_removed()
+    }
+
+    /// [`HostDelta::validate`] but for the upserted hosts themselves.
+    fn validate_removed(&self) -> Result<(), HostTableError> {
         if self.removed.len() > MAX_HOSTS {
             return Err(HostTableError::TooManyHosts(self.removed.len()));
         }

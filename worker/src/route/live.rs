@@ -8,7 +8,9 @@
 
 use std::cell::{Cell, RefCell};
 
-use edgewise::{HostDelta, HostId, Metadata, Origin, SubsetLb};
+use edgewise::{
+    HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, HostDelta, HostId, Metadata, Origin, SubsetLb,
+};
 use worker::{Request, RequestInit, console_error, console_log};
 
 use super::Source;
@@ -27,16 +29,7 @@ struct Live {
     epoch: u64,
     /// Hosts changed by deltas since the build.
     churn: usize,
-    /// The next table from the daemon replaces this one even at the same version: deltas
-    /// have changed about half the hosts, and what removed hosts leave in the index (the
-    /// values no host has any more, such as unique pod names) goes only with a build.
-    stale: bool,
 }
-
-/// Media types the worker reads, the delta first: `GET /v1/hosts` answers a worker that names
-/// an earlier table in `If-None-Match` with its changes when the daemon has them.
-const ACCEPT_TABLES: &str = "application/x-edgewise-hosts-delta, application/x-edgewise-hosts";
-const DELTA_TYPE: &str = "application/x-edgewise-hosts-delta";
 
 thread_local! {
     static LIVE: RefCell<Option<Live>> = const { RefCell::new(None) };
@@ -125,9 +118,10 @@ async fn fetch(
     etag: Option<&str>,
 ) -> Result<Fetched, String> {
     let headers = daemon.headers()?;
-    headers
-        .set("accept", ACCEPT_TABLES)
-        .map_err(|e| e.to_string())?;
+    // The delta first: `GET /v1/hosts` answers a worker that names an earlier table in
+    // `If-None-Match` with its changes when the daemon has them.
+    let accept = format!("{HOST_DELTA_MEDIA_TYPE}, {HOST_TABLE_MEDIA_TYPE}");
+    headers.set("accept", &accept).map_err(|e| e.to_string())?;
     if let Some(etag) = etag {
         headers
             .set("if-none-match", etag)
@@ -143,10 +137,12 @@ async fn fetch(
             let header = |name| response.headers().get(name).ok().flatten();
             let (etag, kind) = (header("etag"), header("content-type"));
             let bytes = response.bytes().await.map_err(|e| e.to_string())?;
-            Ok(match kind.is_some_and(|t| t.starts_with(DELTA_TYPE)) {
-                true => Fetched::Delta { bytes, etag },
-                false => Fetched::Table { bytes, etag },
-            })
+            Ok(
+                match kind.is_some_and(|t| t.starts_with(HOST_DELTA_MEDIA_TYPE)) {
+                    true => Fetched::Delta { bytes, etag },
+                    false => Fetched::Table { bytes, etag },
+                },
+            )
         }
         status => Err(format!(
             "daemon answered {status}: {}",
@@ -177,9 +173,8 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
             // says so: a version can name other content than the held one's (a daemon refuses
             // that only against the table it serves at the time).
             (Ok(Update::Table(_, etag)), Some(live))
-                if live.etag.is_some() && live.etag == etag && !live.stale =>
+                if live.etag.is_some() && live.etag == etag && !live.stale() =>
             {
-                live.etag = etag;
                 live.checked_at = now;
                 return Ok(());
             }
@@ -286,8 +281,15 @@ impl Live {
             checked_at,
             epoch,
             churn: 0,
-            stale: false,
         }
+    }
+
+    /// Whether the next table from the daemon replaces this one even when it is the one held:
+    /// deltas have changed about half the hosts, and what removed hosts leave in the index (the
+    /// values no host has any more, such as unique pod names) goes only with a build. Small
+    /// tables leave little behind: rebuilt for churn only past 64 changes.
+    fn stale(&self) -> bool {
+        self.churn > (self.lb.len() / 2).max(64)
     }
 
     /// Applies a delta from the daemon in place; on error the load balancer is unchanged and
@@ -303,9 +305,7 @@ impl Live {
             format!("host delta from the daemon rejected: {e}")
         })?;
         self.churn += delta.changes();
-        // Small tables leave little behind: rebuilt for churn only past 64 changes.
-        self.stale = self.churn > (self.lb.len() / 2).max(64);
-        self.etag = if self.stale { None } else { etag };
+        self.etag = if self.stale() { None } else { etag };
         console_log!(
             "edgewise: routing by host table version {} (a delta: {applied:?}; {} hosts)",
             self.lb.version(),
