@@ -14,7 +14,7 @@ use super::pickset::{Child, Members, PickSet, SetRef};
 use super::records::Records;
 use super::slot::Slot;
 use super::subsets::Subsets;
-use super::table::{Hit, Table};
+use super::table::Table;
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
 use crate::hosttable::{
     HostView, MAX_HOSTS, host_but_labels, label_fits, plain_addresses, validate_config,
@@ -288,12 +288,11 @@ impl SubsetLb {
                 .try_fold(1usize, |n, &k| n.checked_mul(index.values(k).len()))
                 .map_or(hosts, |n| n.min(hosts))
         };
-        let total: usize = self.selectors.iter().map(per_selector).sum();
-        // Not the sets: subsets of one host have none.
-        self.subsets.reserve_exact(total.min(hosts));
+        // Subsets of one key go to the table's array, without a record (most of them).
         let several = self.selectors.iter().filter(|s| s.keys.len() > 1);
-        let packed: usize = several.map(per_selector).sum();
-        self.subset_table.reserve(packed.min(hosts));
+        let packed = several.map(per_selector).sum::<usize>().min(hosts);
+        self.subsets.reserve_exact(packed);
+        self.subset_table.reserve(packed);
     }
 
     fn build_default(&mut self, index: &Index) {
@@ -313,8 +312,10 @@ impl SubsetLb {
 
     /// Adds a new subset over `set`; returns its index.
     pub(super) fn push_subset(&mut self, selector: u8, kvs: &[u32], set: SetRef) -> u32 {
-        let i = self.subsets.push(selector, kvs, set);
-        self.subset_table.insert(kvs, Hit { set, subset: i });
+        let subsets = &mut self.subsets;
+        let i = self
+            .subset_table
+            .insert(kvs, set, || subsets.push(selector, kvs));
         self.stats.subsets_created += 1;
         self.stats.subsets_active += 1;
         i

@@ -7,10 +7,14 @@
 //! The candidates sit in fixed [`Lanes`], all tested without a branch: a request's values are
 //! unpredictable, and an early exit from the scan cost a mispredicted branch per pair (about
 //! half of a lookup from raw strings).
-//! A key with many values (one unique per host) switches to a hash table of its values. The
-//! strings live in one buffer (no allocation per interned string). Building interns the
-//! labels of every host in key order, so the key at each label position of the previous host
-//! is tried first.
+//! A key with many values (one unique per host) switches to a hash table of its own, of value
+//! ids: a candidate is confirmed by the value's fingerprint, kept per id (one load), and for a
+//! long value its text. Values up to 15 bytes keep no text at all: their fingerprint is the
+//! string. A key unique per host holds 100k values in ~2 MiB that way (fingerprints, keys, the
+//! table); with the text, a span and the fingerprint in each table entry it held 5.2 MiB.
+//! The strings kept live in one buffer (no allocation per interned string). Building interns
+//! the labels of every host in key order, so the key at each label position of the previous
+//! host is tried first.
 
 use alloc::{string::String, vec::Vec};
 use core::hash::BuildHasher;
@@ -35,8 +39,9 @@ struct Lanes {
     /// Id plus one per lane (0 when unused): the scan's result starts at 0, for no match.
     ids: [u32; SMALL],
     len: u8,
-    /// The values went to the hash table (a key with many): the lanes are unused.
-    spilled: bool,
+    /// The values went to this table of `Interner::values` (a key with many): the lanes are
+    /// unused.
+    spilled: Option<u32>,
 }
 
 impl Default for Lanes {
@@ -45,7 +50,7 @@ impl Default for Lanes {
             fps: [Fingerprint::NONE; SMALL],
             ids: [0; SMALL],
             len: 0,
-            spilled: false,
+            spilled: None,
         }
     }
 }
@@ -75,7 +80,7 @@ impl Lanes {
     /// Adds an id; false if the lanes are full or spilled.
     fn push(&mut self, fp: Fingerprint, id: u32) -> bool {
         let at = usize::from(self.len);
-        if self.spilled || at == SMALL {
+        if self.spilled.is_some() || at == SMALL {
             return false;
         }
         self.fps[at] = fp;
@@ -90,25 +95,25 @@ impl Lanes {
 struct Span {
     start: usize,
     len: u32,
-    /// For a key=value, its key id; unused for a key.
-    key: u32,
 }
 
-/// A key=value of a key with many values (one per host, often), with what a lookup compares:
-/// a hit on a short value reads neither its span nor its text (two cache misses in a large
-/// table), and growing the table rehashes short values without reading them either.
+/// The text of a value its fingerprint does not identify (longer than 15 bytes).
 #[derive(Debug, Clone, Copy)]
-struct KvEntry {
-    fp: Fingerprint,
+struct LongValue {
     id: u32,
-    key: u32,
+    span: Span,
+}
+
+/// The hash of a key=value id, for [`Interner::long`].
+fn id_hash(id: u32) -> u64 {
+    u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// Interned label keys and key=value pairs.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
     state: FixedState,
-    /// Every interned key and value, back to back.
+    /// Every interned key and long value, back to back.
     text: String,
     keys: Vec<(Fingerprint, Span)>,
     /// The first [`FEW_KEYS`] keys, by id.
@@ -116,15 +121,19 @@ pub(super) struct Interner {
     key_table: HashTable<u32>,
     /// Per key id: its key=value ids while it has at most [`SMALL`] values, else spilled.
     small: Vec<Lanes>,
-    /// Per key=value id: its key and its value.
-    kvs: Vec<Span>,
-    /// Key=value ids of the keys with many values, by key id and value.
-    kv_table: HashTable<KvEntry>,
+    /// Per key=value id: its value's fingerprint.
+    kv_fps: Vec<Fingerprint>,
+    /// Per key=value id: its key.
+    kv_keys: Vec<u32>,
+    /// The text of the long values, by key=value id.
+    long: HashTable<LongValue>,
+    /// Per key with many values (see [`Lanes::spilled`]): its key=value ids, by value.
+    values: Vec<HashTable<u32>>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
     /// Values a key may get in the build under way (one per host of the table, a bound):
-    /// room made for them in `kv_table` when a key spills, so that a key unique per host does
-    /// not grow the table by doubling (its rehashes were ~7% of such a build); 0 outside a
+    /// room made for them in its table of `values` when a key spills, so that a key unique per
+    /// host does not grow the table by doubling (its rehashes were ~7% of such a build); 0 outside a
     /// build.
     expected: usize,
 }
@@ -134,11 +143,10 @@ impl Interner {
         &self.text[span.start..span.start + span.len as usize]
     }
 
-    fn push_str(&mut self, s: &str, key: u32) -> Span {
+    fn push_str(&mut self, s: &str) -> Span {
         let span = Span {
             start: self.text.len(),
             len: s.len() as u32,
-            key,
         };
         self.text.push_str(s);
         span
@@ -187,7 +195,7 @@ impl Interner {
             return id;
         }
         let id = self.keys.len() as u32;
-        let span = self.push_str(key, 0);
+        let span = self.push_str(key);
         self.keys.push((fp, span));
         self.few_keys.push(fp, id);
         self.small.push(Lanes::default());
@@ -245,7 +253,7 @@ impl Interner {
     #[inline]
     fn kv_fp(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
         match self.small.get(key as usize) {
-            Some(small) if !small.spilled && fp.is_whole() => small.find(fp),
+            Some(small) if small.spilled.is_none() && fp.is_whole() => small.find(fp),
             _ => self.kv_slow(key, fp, value),
         }
     }
@@ -253,21 +261,24 @@ impl Interner {
     /// [`Interner::kv_fp`] of a long value, or of a key with many values.
     #[inline(never)]
     fn kv_slow(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
-        if let Some(small) = self.small.get(key as usize)
-            && !small.spilled
-        {
+        let small = self.small.get(key as usize)?;
+        let Some(table) = small.spilled else {
             let same = |(stored, id): &(&Fingerprint, u32)| {
-                **stored == *fp && self.str(self.kvs[*id as usize]) == value
+                **stored == *fp && (fp.is_whole() || self.long_text(*id) == value)
             };
             return small.iter().find(same).map(|(_, id)| id);
-        }
-        let same = |e: &KvEntry| {
-            e.key == key
-                && e.fp.same(fp)
-                && (fp.is_whole() || self.str(self.kvs[e.id as usize]) == value)
+        };
+        let same = |&id: &u32| {
+            self.kv_fps[id as usize].same(fp) && (fp.is_whole() || self.long_text(id) == value)
         };
         let hash = self.hash(key, fp, value);
-        self.kv_table.find(hash, same).map(|e| e.id)
+        self.values[table as usize].find(hash, same).copied()
+    }
+
+    /// The text of long value `id` (empty for a short one, whose fingerprint identifies it).
+    fn long_text(&self, id: u32) -> &str {
+        let found = self.long.find(id_hash(id), |l| l.id == id);
+        found.map_or("", |l| self.str(l.span))
     }
 
     /// The key id and key=value id of the `position`-th pair a request sets, given as strings:
@@ -303,40 +314,51 @@ impl Interner {
     /// Interns a key=value that [`Interner::kv_fp`] did not find.
     #[inline(never)]
     fn insert_new_kv(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
-        let id = self.kvs.len() as u32;
-        let span = self.push_str(value, key);
-        self.kvs.push(span);
+        let id = self.kv_fps.len() as u32;
+        self.kv_fps.push(fp);
+        self.kv_keys.push(key);
+        if !fp.is_whole() {
+            let span = self.push_str(value);
+            let long = LongValue { id, span };
+            self.long
+                .insert_unique(id_hash(id), long, |l| id_hash(l.id));
+        }
         let small = &mut self.small[key as usize];
         if small.push(fp, id) {
             return id;
         }
-        if !small.spilled {
-            let moved = core::mem::take(small);
-            self.small[key as usize].spilled = true;
-            self.reserve_kvs(self.expected);
-            moved
-                .iter()
-                .map(|(_, id)| id)
-                .for_each(|id| self.insert_kv(id));
-        }
-        self.insert_kv(id);
+        let table = match small.spilled {
+            Some(table) => table,
+            None => self.spill(key),
+        };
+        self.insert_value(table, id);
         id
     }
 
-    fn insert_kv(&mut self, id: u32) {
-        let span = self.kvs[id as usize];
-        let value = self.str(span);
-        let fp = Fingerprint::of(value);
-        let hash = self.hash(span.key, &fp, value);
-        let entry = KvEntry {
-            fp,
-            id,
-            key: span.key,
-        };
-        // Out of `self` while it grows: rehashing a long value reads its text.
-        let mut table = core::mem::take(&mut self.kv_table);
-        table.insert_unique(hash, entry, |e| self.entry_hash(e));
-        self.kv_table = table;
+    /// Moves the values of `key` from its lanes to a table of their own; returns its index.
+    fn spill(&mut self, key: u32) -> u32 {
+        let moved = core::mem::take(&mut self.small[key as usize]);
+        let table = self.values.len() as u32;
+        self.small[key as usize].spilled = Some(table);
+        self.values.push(HashTable::with_capacity(self.expected));
+        moved
+            .iter()
+            .for_each(|(_, id)| self.insert_value(table, id));
+        table
+    }
+
+    fn insert_value(&mut self, table: u32, id: u32) {
+        let hash = self.value_hash(id);
+        // Out of `self` while it grows: its rehash reads the fingerprints.
+        let mut values = core::mem::take(&mut self.values[table as usize]);
+        values.insert_unique(hash, id, |&id| self.value_hash(id));
+        self.values[table as usize] = values;
+    }
+
+    /// The hash a lookup of value id `id` computes.
+    fn value_hash(&self, id: u32) -> u64 {
+        let key = self.kv_keys[id as usize];
+        self.hash(key, &self.kv_fps[id as usize], self.long_text(id))
     }
 
     /// A build is about to intern the labels of `hosts` hosts.
@@ -344,49 +366,43 @@ impl Interner {
         self.expected = hosts;
     }
 
-    /// Room in `kv_table` for `n` more values.
-    fn reserve_kvs(&mut self, n: usize) {
-        let mut table = core::mem::take(&mut self.kv_table);
-        table.reserve(n, |e| self.entry_hash(e));
-        self.kv_table = table;
-    }
-
-    fn entry_hash(&self, e: &KvEntry) -> u64 {
-        match e.fp.is_whole() {
-            true => e.fp.hash(u64::from(e.key)),
-            false => self.hash(e.key, &e.fp, self.str(self.kvs[e.id as usize])),
-        }
-    }
-
     /// Ends a build: gives back the slack of the buffers grown by interning, and the room
     /// made for values that did not come (a key with a few more values than the lanes hold).
     pub(super) fn shrink_to_fit(&mut self) {
         self.expected = 0;
         self.text.shrink_to_fit();
-        self.kvs.shrink_to_fit();
-        let mut table = core::mem::take(&mut self.kv_table);
-        table.shrink_to(table.len(), |e| self.entry_hash(e));
-        self.kv_table = table;
+        self.kv_fps.shrink_to_fit();
+        self.kv_keys.shrink_to_fit();
+        self.long.shrink_to(self.long.len(), |l| id_hash(l.id));
+        for table in 0..self.values.len() {
+            let mut values = core::mem::take(&mut self.values[table]);
+            values.shrink_to(values.len(), |&id| self.value_hash(id));
+            self.values[table] = values;
+        }
     }
 
     /// The key of a key=value id.
     pub(super) fn kv_key(&self, kv: u32) -> u32 {
-        self.kvs[kv as usize].key
+        self.kv_keys[kv as usize]
     }
 
     /// Number of key=value ids.
     pub(super) fn kv_count(&self) -> usize {
-        self.kvs.len()
+        self.kv_fps.len()
     }
 
     /// Heap bytes held, for the memory figures.
     pub(super) fn heap_bytes(&self) -> usize {
+        let values: usize = self.values.iter().map(HashTable::allocation_size).sum();
         self.text.capacity()
             + self.keys.capacity() * size_of::<(Fingerprint, Span)>()
             + self.small.capacity() * size_of::<Lanes>()
-            + self.kvs.capacity() * size_of::<Span>()
-            + self.key_table.capacity() * 5
-            + self.kv_table.capacity() * (size_of::<KvEntry>() + 1)
+            + self.kv_fps.capacity() * size_of::<Fingerprint>()
+            + self.kv_keys.capacity() * size_of::<u32>()
+            + self.key_table.allocation_size()
+            + self.long.allocation_size()
+            + self.values.capacity() * size_of::<HashTable<u32>>()
+            + values
             + self.recent.capacity() * 4
     }
 }
@@ -459,7 +475,7 @@ mod tests {
         for (i, &key) in keys.iter().enumerate() {
             let name = format!("key{i}");
             assert_eq!(interner.key_fp(&Fingerprint::of(&name), &name), Some(key));
-            assert_eq!(interner.small[key as usize].spilled, i > SMALL);
+            assert_eq!(interner.small[key as usize].spilled.is_some(), i > SMALL);
             for j in 0..i {
                 let kv = interner.kv(key, &value(j)).unwrap();
                 assert_eq!(interner.kv_key(kv), key);

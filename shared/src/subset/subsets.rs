@@ -1,27 +1,22 @@
-//! The subsets' records: each one's selector, hosts and value ids. The ids sit in one pool, a
-//! fixed stride (the most keys of a selector) per subset, rather than inline in room for
-//! [`METADATA_CAPACITY`](super::METADATA_CAPACITY) ids each: a key unique per host makes a
-//! subset per host, and inline ids were a quarter of such an index.
+//! The records of the subsets the subset table keeps by packed key: each one's selector and
+//! value ids (its set is in the table's entry; a one-key subset in the table's array has no
+//! record). The ids sit in one pool, a fixed stride (the most keys of a selector) per subset,
+//! rather than inline in room for [`METADATA_CAPACITY`](super::METADATA_CAPACITY) ids each.
 
 use alloc::vec::Vec;
-
-use super::pickset::SetRef;
 
 /// One subset: a selector's keys with one value each.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Subset {
     pub selector: u8,
-    /// How many value ids (its selector's keys, at least one); 0 marks a free record, which
-    /// keeps a record at 8 bytes where an `Option` would take 12.
+    /// How many value ids (its selector's keys, at least one); 0 marks a free record.
     len: u8,
-    pub set: SetRef,
 }
 
 impl Subset {
     const FREE: Subset = Subset {
         selector: 0,
         len: 0,
-        set: SetRef::one(0),
     };
 }
 
@@ -49,13 +44,12 @@ impl Subsets {
         self.ids.reserve_exact(n * self.stride);
     }
 
-    /// Adds a subset of `selector` with value ids `kvs` over `set`; returns its index.
-    pub fn push(&mut self, selector: u8, kvs: &[u32], set: SetRef) -> u32 {
+    /// Adds a subset of `selector` with value ids `kvs`; returns its index.
+    pub fn push(&mut self, selector: u8, kvs: &[u32]) -> u32 {
         debug_assert!(!kvs.is_empty());
         let record = Subset {
             selector,
             len: kvs.len() as u8,
-            set,
         };
         let i = match self.free.pop() {
             Some(i) => {
@@ -77,20 +71,23 @@ impl Subsets {
         self.records.get(i as usize).filter(|s| s.len > 0)
     }
 
-    pub fn get_mut(&mut self, i: u32) -> Option<&mut Subset> {
-        self.records.get_mut(i as usize).filter(|s| s.len > 0)
-    }
-
-    /// The value ids of subset `i` (none if it was removed).
+    /// The value ids of subset `i` (none if it was removed, or has no record).
     pub fn kvs(&self, i: u32) -> &[u32] {
-        let len = self.get(i).map_or(0, |s| usize::from(s.len));
+        let Some(subset) = self.get(i) else {
+            return &[];
+        };
         let at = i as usize * self.stride;
-        &self.ids[at..at + len]
+        &self.ids[at..at + usize::from(subset.len)]
     }
 
+    /// Frees record `i`, if it is one.
     pub fn remove(&mut self, i: u32) {
-        self.records[i as usize] = Subset::FREE;
-        self.free.push(i);
+        if let Some(record) = self.records.get_mut(i as usize)
+            && record.len > 0
+        {
+            *record = Subset::FREE;
+            self.free.push(i);
+        }
     }
 
     /// Gives back what was reserved beyond the subsets made.

@@ -2,7 +2,12 @@
 //! keys is found by one hash probe on its ids packed into a word ([`key`]); a subset of one key
 //! by its value id alone, an array index. A key unique per host makes a subset per host: the
 //! hash table cost such a lookup a second probe after its value's (another cache miss or two
-//! in a large table) and 17 bytes a subset, the array 8 bytes a value id.
+//! in a large table) and 17 bytes a subset, the array 4 bytes a value id.
+//!
+//! A subset in the array has no record in `SubsetLb::subsets`: its value id is its identity
+//! ([`array_id`]), its one key names its selector, and the array holds its set. Such records
+//! (12 bytes) and the subset indices beside each set (4) were a third of an index of 100k
+//! unique values.
 //!
 //! Value ids number every key's values, also of keys no selector has alone: a one-key subset
 //! whose id lies far past the array (a new zone after 100k unique pod labels) goes to the hash
@@ -20,6 +25,27 @@ use packed::{Entry, Packed};
 /// Ids below this always fit the array: small tables never probe for one-key subsets.
 const ALWAYS: usize = 1024;
 
+/// Marks the subset index of a subset held in the array, whose value id is the rest: value ids
+/// and record indices stay far below it (at most [`MAX_HOSTS`](crate::hosttable::MAX_HOSTS)
+/// hosts of [`MAX_LABELS`](crate::MAX_LABELS) labels each).
+const IN_ARRAY: u32 = 1 << 31;
+
+/// An unused place of the array: no slot is that high.
+const NO_SET: SetRef = SetRef::one(IN_ARRAY - 1);
+
+/// The subset index of the one-key subset of value id `kv` held in the array.
+pub(super) const fn array_id(kv: u32) -> u32 {
+    kv | IN_ARRAY
+}
+
+/// The value id of a subset index held in the array, `None` for a record's index.
+pub(super) const fn array_kv(subset: u32) -> Option<u32> {
+    match subset & IN_ARRAY {
+        0 => None,
+        _ => Some(subset & !IN_ARRAY),
+    }
+}
+
 /// What the table holds of a subset.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Hit {
@@ -30,15 +56,11 @@ pub(super) struct Hit {
 }
 
 impl Hit {
-    /// An unused place of the array.
+    /// An unused place of the packed table.
     const NONE: Hit = Hit {
-        set: SetRef::one(0),
+        set: NO_SET,
         subset: u32::MAX,
     };
-
-    fn is_used(&self) -> bool {
-        self.subset != u32::MAX
-    }
 }
 
 /// Subsets by value ids.
@@ -47,8 +69,8 @@ pub(super) struct Table {
     /// Subsets of several keys, and of one key whose id is past `single`, by [`key::pack`] of
     /// their ids (exact for one id).
     packed: Packed,
-    /// Subsets of one key, by value id ([`Hit::NONE`] where none).
-    single: Vec<Hit>,
+    /// Sets of the subsets of one key, by value id (`NO_SET` where none).
+    single: Vec<SetRef>,
     /// Subsets held in `single`.
     singles: usize,
     /// Subsets of one key held in `packed`: while none, a miss in `single` is final.
@@ -78,9 +100,12 @@ impl Table {
             // An unknown value's id (`u32::MAX`) is past the array. No ids name no subset (the
             // packed table must not be asked for key 0, its mark of a free place).
             let kv = kvs.clone().next()?;
-            let hit = self.single.get(kv as usize).filter(|h| h.is_used());
-            if hit.is_some() || self.strays == 0 {
-                return hit.copied();
+            let set = self.single.get(kv as usize).filter(|&&set| set != NO_SET);
+            if set.is_some() || self.strays == 0 {
+                return set.map(|&set| Hit {
+                    set,
+                    subset: array_id(kv),
+                });
             }
         }
         let key = key::pack(kvs.clone(), len);
@@ -88,41 +113,56 @@ impl Table {
         self.packed.find(key, matches).map(|e| e.hit)
     }
 
-    /// Adds subset `hit.subset` with value ids `kvs` (interned, none unknown), not there yet.
-    pub fn insert(&mut self, kvs: &[u32], hit: Hit) {
+    /// Adds the subset of value ids `kvs` (interned, none unknown), not there yet, over `set`;
+    /// returns its index: [`array_id`] if the array takes it, else `record()`, a record made
+    /// for it.
+    pub fn insert(&mut self, kvs: &[u32], set: SetRef, record: impl FnOnce() -> u32) -> u32 {
         if let [kv] = kvs {
             let at = *kv as usize;
             if at < self.single.len().max(2 * self.singles + ALWAYS) {
                 if self.single.len() <= at {
-                    self.single.resize(at + 1, Hit::NONE);
+                    self.single.resize(at + 1, NO_SET);
                 }
-                debug_assert!(!self.single[at].is_used());
-                self.single[at] = hit;
+                debug_assert!(self.single[at] == NO_SET);
+                self.single[at] = set;
                 self.singles += 1;
-                return;
+                return array_id(*kv);
             }
             self.strays += 1;
         }
+        let subset = record();
         let key = packed_key(kvs);
-        self.packed.insert(Entry { key, hit });
+        self.packed.insert(Entry {
+            key,
+            hit: Hit { set, subset },
+        });
+        subset
     }
 
-    /// The hit of subset `subset`, with value ids `kvs`, to change its set.
-    pub fn get_mut(&mut self, kvs: &[u32], subset: u32) -> Option<&mut Hit> {
-        if let Some(at) = self.in_single(kvs, subset) {
-            return Some(&mut self.single[at]);
+    /// The set of subset `subset`, with value ids `kvs` (ignored for an [`array_id`]), to
+    /// change it.
+    pub fn set_mut(&mut self, kvs: &[u32], subset: u32) -> Option<&mut SetRef> {
+        if let Some(kv) = array_kv(subset) {
+            return self
+                .single
+                .get_mut(kv as usize)
+                .filter(|set| **set != NO_SET);
         }
         let entry = self
             .packed
             .find_mut(packed_key(kvs), |e| e.hit.subset == subset);
-        entry.map(|e| &mut e.hit)
+        entry.map(|e| &mut e.hit.set)
     }
 
-    /// Takes out subset `subset`, with value ids `kvs`.
+    /// Takes out subset `subset`, with value ids `kvs` (ignored for an [`array_id`]).
     pub fn remove(&mut self, kvs: &[u32], subset: u32) {
-        if let Some(at) = self.in_single(kvs, subset) {
-            self.single[at] = Hit::NONE;
-            self.singles -= 1;
+        if let Some(kv) = array_kv(subset) {
+            if let Some(set) = self.single.get_mut(kv as usize)
+                && *set != NO_SET
+            {
+                *set = NO_SET;
+                self.singles -= 1;
+            }
             return;
         }
         if self
@@ -132,14 +172,6 @@ impl Table {
         {
             self.strays -= usize::from(kvs.len() == 1);
         }
-    }
-
-    /// Where the array holds subset `subset` of value ids `kvs`, if it does.
-    fn in_single(&self, kvs: &[u32], subset: u32) -> Option<usize> {
-        let [kv] = kvs else { return None };
-        let at = *kv as usize;
-        let held = self.single.get(at)?.subset == subset;
-        held.then_some(at)
     }
 
     /// Gives back the array's slack once built.
@@ -162,7 +194,7 @@ impl Table {
 
     /// Heap bytes held, for the memory figures.
     pub fn heap_bytes(&self) -> usize {
-        self.packed.capacity() * size_of::<Entry>() + self.single.capacity() * size_of::<Hit>()
+        self.packed.capacity() * size_of::<Entry>() + self.single.capacity() * size_of::<SetRef>()
     }
 }
 

@@ -4,6 +4,7 @@ use alloc::{vec, vec::Vec};
 use core::hash::BuildHasher;
 
 use super::pickset::{Members, PickSet, Pool, SetRef};
+use super::table::{Hit, array_kv};
 use super::{HostId, SubsetError, SubsetLb};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
@@ -59,8 +60,8 @@ impl SubsetLb {
             set.remove(s, &self.slots, &self.chains);
         }
         self.free_slot_if_unheld(s);
-        for &i in &subsets {
-            self.drop_subset_if_empty(i);
+        for hit in subsets {
+            self.drop_subset_if_empty(hit);
         }
         for set in sets {
             self.compact_set(set);
@@ -141,14 +142,24 @@ impl SubsetLb {
         out
     }
 
-    fn find(&self, selector: u8, kvs: &[u32]) -> Option<u32> {
+    fn find(&self, selector: u8, kvs: &[u32]) -> Option<Hit> {
         let hit = self.subset_entry(kvs.iter().copied(), kvs.len())?;
-        let subset = self.subsets.get(hit.subset)?;
-        (subset.selector == selector).then_some(hit.subset)
+        (self.selector_of(hit.subset)? == selector).then_some(hit)
+    }
+
+    /// The selector of subset `i`: its record's, or for a subset in the table's array, the
+    /// selector of its value's key alone.
+    fn selector_of(&self, i: u32) -> Option<u8> {
+        let Some(kv) = array_kv(i) else {
+            return self.subsets.get(i).map(|subset| subset.selector);
+        };
+        let key = self.interner.kv_key(kv);
+        let selector = self.selectors.iter().position(|s| *s.keys == [key])?;
+        Some(selector as u8)
     }
 
     /// The existing subsets of slot `s`.
-    fn subsets_of(&self, s: u32) -> Vec<u32> {
+    fn subsets_of(&self, s: u32) -> Vec<Hit> {
         let found = self.memberships(s);
         found
             .iter()
@@ -158,11 +169,8 @@ impl SubsetLb {
 
     /// The distinct sets of `subsets` (a subset of one host has none: its host is all it
     /// keeps, and nothing counts there).
-    fn sets_of(&self, subsets: &[u32]) -> Vec<u32> {
-        let mut sets: Vec<u32> = subsets
-            .iter()
-            .filter_map(|&i| self.subsets.get(i)?.set.as_set())
-            .collect();
+    fn sets_of(&self, subsets: &[Hit]) -> Vec<u32> {
+        let mut sets: Vec<u32> = subsets.iter().filter_map(|hit| hit.set.as_set()).collect();
         sets.sort_unstable();
         sets.dedup();
         sets
@@ -173,16 +181,13 @@ impl SubsetLb {
     fn join_subsets(&mut self, s: u32) {
         let mut joined: Vec<(SetRef, Vec<u32>)> = Vec::new();
         for (selector, kvs) in self.memberships(s) {
-            let Some(i) = self.find(selector, &kvs) else {
+            let Some(hit) = self.find(selector, &kvs) else {
                 self.push_subset(selector, &kvs, SetRef::one(s));
                 continue;
             };
-            let Some(subset) = self.subsets.get(i) else {
-                continue;
-            };
-            match joined.iter_mut().find(|(set, _)| *set == subset.set) {
-                Some((_, subsets)) => subsets.push(i),
-                None => joined.push((subset.set, vec![i])),
+            match joined.iter_mut().find(|(set, _)| *set == hit.set) {
+                Some((_, subsets)) => subsets.push(hit.subset),
+                None => joined.push((hit.set, vec![hit.subset])),
             }
         }
         for (set, subsets) in joined {
@@ -216,8 +221,8 @@ impl SubsetLb {
     /// one for the subsets of `single_host_per_subset` selectors and one for the others.
     fn join_one(&mut self, s: u32, first: u32, subsets: &[u32]) {
         let single = |i: &u32| {
-            let subset = self.subsets.get(*i);
-            subset.is_some_and(|sub| self.selectors[usize::from(sub.selector)].single)
+            let selector = self.selector_of(*i);
+            selector.is_some_and(|selector| self.selectors[usize::from(selector)].single)
         };
         let (singles, others): (Vec<u32>, Vec<u32>) = subsets.iter().copied().partition(single);
         for (subsets, single) in [(singles, true), (others, false)] {
@@ -237,23 +242,18 @@ impl SubsetLb {
         copy.refs = subsets.len() as u32;
         let copy = SetRef::set(self.push_set(copy));
         for &i in subsets {
-            let Some(subset) = self.subsets.get_mut(i) else {
-                continue;
-            };
-            subset.set = copy;
-            if let Some(hit) = self.subset_table.get_mut(self.subsets.kvs(i), i) {
-                hit.set = copy;
+            if let Some(set) = self.subset_table.set_mut(self.subsets.kvs(i), i) {
+                *set = copy;
             }
         }
     }
 
-    fn drop_subset_if_empty(&mut self, i: u32) {
-        let Some(subset) = self.subsets.get(i) else {
-            return;
-        };
+    /// Drops subset `hit` if no live host is left in it.
+    fn drop_subset_if_empty(&mut self, hit: Hit) {
+        let i = hit.subset;
         // A subset of one host is dropped with it (only the subsets of a removed host come
         // here).
-        let set = subset.set.as_set();
+        let set = hit.set.as_set();
         if set.is_some_and(|set| self.sets[set as usize].live > 0) {
             return;
         }
