@@ -413,7 +413,7 @@ impl SubsetLb {
     pub fn host_heap_bytes(&self) -> usize {
         self.records.heap_bytes()
             + self.slots.capacity() * size_of::<Slot>()
-            + self.addresses.capacity() * (size_of::<u32>() + 1)
+            + self.addresses.allocation_size()
             + self.free_slots.capacity() * size_of::<u32>()
     }
 

@@ -111,8 +111,8 @@ pub struct SubsetSelector {
     /// With [`SelectorFallback::KeysSubset`]: the keys to retry with, a strict subset of `keys`.
     #[serde(default)]
     pub fallback_keys_subset: Vec<String>,
-    /// Each subset of this selector is a single host (the matching host in the lowest slot),
-    /// for keys whose value is unique per host.
+    /// Each subset of this selector is a single host (of the matching hosts, the one with the
+    /// lowest address, the same in every isolate), for keys whose value is unique per host.
     #[serde(default)]
     pub single_host_per_subset: bool,
 }

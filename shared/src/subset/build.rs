@@ -686,18 +686,20 @@ impl<'w> Walk<'w> {
             return s;
         }
         let members = self.members(selector, cand, len);
-        let s = self.new_set(members, first, single);
+        let s = self.new_set(members, single);
         self.dedup.insert_unique(hash, (hash, s), |&(h, _)| h);
         s
     }
 
-    fn new_set(&mut self, members: Members, first: u32, single: bool) -> u32 {
+    fn new_set(&mut self, members: Members, single: bool) -> u32 {
         let mut set = match self.uniform {
-            Some(weight) => PickSet::uniform(members, first, single, weight),
+            Some(weight) => PickSet::uniform(members, single, weight),
             None => PickSet::new(members, single, &self.lb.slots, &self.lb.chains),
         };
         set.refs = 1;
-        self.lb.push_set(set)
+        let s = self.lb.push_set(set);
+        self.lb.elect(s);
+        s
     }
 }
 

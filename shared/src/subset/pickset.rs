@@ -187,8 +187,8 @@ pub(super) struct PickSet {
     pub max_weight: u32,
     /// single_host_per_subset: only `first` is picked.
     pub single: bool,
-    /// The live member in the lowest slot; in a set that is not `single` it may name a removed
-    /// host until the next compaction (the set has a tombstone until then).
+    /// In a `single` set, the host picked: its live member of the lowest address (see
+    /// `SubsetLb::elect`); unused in other sets.
     pub first: u32,
     cursor: u32,
 }
@@ -198,7 +198,6 @@ impl PickSet {
     pub fn new(members: Members, single: bool, slots: &[Slot], chains: &[u32]) -> PickSet {
         let mut set = PickSet {
             single,
-            first: members.iter(chains).min().unwrap_or(0),
             ..PickSet::default()
         };
         for m in members.iter(chains) {
@@ -208,13 +207,12 @@ impl PickSet {
         set
     }
 
-    /// A set of live `members`, the lowest `first`, of a table whose hosts are all healthy and
-    /// weigh `weight`: counted without reading a slot.
-    pub fn uniform(members: Members, first: u32, single: bool, weight: u32) -> PickSet {
+    /// A set of live `members` of a table whose hosts are all healthy and weigh `weight`:
+    /// counted without reading a slot.
+    pub fn uniform(members: Members, single: bool, weight: u32) -> PickSet {
         let n = members.len() as u32;
         PickSet {
             single,
-            first,
             live: n,
             healthy: n,
             max_weight: weight,
@@ -242,24 +240,13 @@ impl PickSet {
         if !self.all {
             self.members.push(s);
         }
-        if self.live == 0 || s < self.first {
-            self.first = s;
-        }
         self.count_in(&slots[s as usize]);
     }
 
     /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.
-    pub fn remove(&mut self, s: u32, slots: &[Slot], chains: &[u32]) {
+    pub fn remove(&mut self, s: u32, slots: &[Slot]) {
         self.live -= 1;
         self.healthy -= u32::from(slots[s as usize].healthy);
-        if self.single && self.first == s && self.live > 0 {
-            self.first = self.lowest_live(slots, chains, s);
-        }
-    }
-
-    fn lowest_live(&self, slots: &[Slot], chains: &[u32], removed: u32) -> u32 {
-        let live = |&m: &u32| m != removed && slots[m as usize].alive;
-        self.members.iter(chains).filter(live).min().unwrap_or(0)
     }
 
     /// Whether tombstones are more than half of the members.
@@ -274,7 +261,6 @@ impl PickSet {
             .members
             .iter(chains)
             .partition(|&m| slots[m as usize].alive);
-        self.first = live.iter().min().copied().unwrap_or(0);
         self.members = Members::owned(live);
         dead
     }

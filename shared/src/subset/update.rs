@@ -53,11 +53,12 @@ impl SubsetLb {
             entry.remove();
         }
         for &set in &sets {
-            self.sets[set as usize].remove(s, &self.slots, &self.chains);
+            self.sets[set as usize].remove(s, &self.slots);
+            self.elect(set);
         }
-        self.any.remove(s, &self.slots, &self.chains);
+        self.any.remove(s, &self.slots);
         if in_default && let Some((_, set)) = &mut self.default {
-            set.remove(s, &self.slots, &self.chains);
+            set.remove(s, &self.slots);
         }
         self.free_slot_if_unheld(s);
         for hit in subsets {
@@ -208,6 +209,7 @@ impl SubsetLb {
         }
         if shared.refs as usize == subsets.len() {
             self.sets[i as usize].add(s, &self.slots);
+            self.elect(i);
             return;
         }
         let mut members = shared.live_members(&self.slots, &self.chains);
@@ -240,7 +242,9 @@ impl SubsetLb {
         let members = Members::owned(members);
         let mut copy = PickSet::new(members, single, &self.slots, &self.chains);
         copy.refs = subsets.len() as u32;
-        let copy = SetRef::set(self.push_set(copy));
+        let copy = self.push_set(copy);
+        self.elect(copy);
+        let copy = SetRef::set(copy);
         for &i in subsets {
             if let Some(set) = self.subset_table.set_mut(self.subsets.kvs(i), i) {
                 *set = copy;
@@ -320,6 +324,25 @@ impl SubsetLb {
         if !slot.alive && slot.active == 0 {
             self.free_slots.push(s);
         }
+    }
+
+    /// Chooses the host of set `set` if it is `single`: its live member of the lowest address
+    /// (byte order). Not the lowest slot: deltas reuse freed slots, so an isolate updated by
+    /// them and one built from the same table would send a subset's requests to different
+    /// hosts. An address is the same everywhere. O(members), for single-host sets only (a
+    /// set there means hosts that share their values, a misconfiguration Envoy counts too).
+    pub(super) fn elect(&mut self, set: u32) {
+        let shared = &self.sets[set as usize];
+        if !shared.single {
+            return;
+        }
+        let (slots, records) = (&self.slots, &self.records);
+        let first = shared
+            .members
+            .iter(&self.chains)
+            .filter(|&m| slots[m as usize].alive)
+            .min_by(|&a, &b| records.address(a).cmp(records.address(b)));
+        self.sets[set as usize].first = first.unwrap_or(0);
     }
 
     /// Whether slot `s` belongs to the configured default subset.

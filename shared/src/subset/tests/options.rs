@@ -213,18 +213,35 @@ fn keys_subset_falls_through_to_the_next_lookup() {
     );
 }
 
+/// The host of a single-host subset is its lowest address, not its lowest slot: a host added
+/// later may take a freed lower slot, and every isolate (built from the table, or updated by
+/// deltas) must send the subset's requests to the same host.
 #[test]
-fn single_host_per_subset_takes_the_lowest_slot() {
+fn single_host_per_subset_takes_the_lowest_address() {
     let mut config = config(FallbackPolicy::NoFallback);
     config.selectors = selectors(&[&["zone"]]);
     config.selectors[0].single_host_per_subset = true;
-    let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+    let mut lb = SubsetLb::build(&table(&HOSTS, config.clone())).unwrap();
     assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h0"]));
     assert_eq!(lb.stats().single_host_collisions, 1);
     let h0 = lb.host_id("http://h0").unwrap();
     assert_eq!(lb.select_retry(&md(&lb, &[("zone", "a")]), 1, h0), None);
     lb.remove_host("http://h0").unwrap();
     assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h1"]));
+    lb.add_host(Host::new("http://z").with_label("zone", "a"))
+        .unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h1"]));
+    lb.add_host(Host::new("http://a").with_label("zone", "a"))
+        .unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["a"]));
+    lb.remove_host("http://a").unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 20).0, set(&["h1"]));
+    // A build takes the same host whatever the table's order (reversed, h1 has the lower
+    // slot).
+    let mut reversed = table(&HOSTS, config);
+    reversed.hosts.reverse();
+    let mut built = SubsetLb::build(&reversed).unwrap();
+    assert_eq!(picks(&mut built, &[("zone", "a")], 20).0, set(&["h0"]));
 }
 
 #[test]

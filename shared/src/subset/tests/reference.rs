@@ -22,9 +22,8 @@ pub struct Expected {
 
 pub struct Reference<'a> {
     pub config: &'a SubsetConfig,
-    /// Live hosts, each with its slot in the index under test (which decides the single host
-    /// of a `single_host_per_subset` subset).
-    pub hosts: Vec<(u32, &'a Host)>,
+    /// Live hosts.
+    pub hosts: Vec<&'a Host>,
 }
 
 pub type Request = BTreeMap<String, String>;
@@ -44,9 +43,9 @@ impl Reference<'_> {
             .all(|(k, v)| self.values(host, k).contains(&v.as_str()))
     }
 
-    fn members(&self, pairs: &Request) -> Vec<(u32, &Host)> {
+    fn members(&self, pairs: &Request) -> Vec<&Host> {
         let hosts = self.hosts.iter().copied();
-        hosts.filter(|(_, h)| self.matches(h, pairs)).collect()
+        hosts.filter(|h| self.matches(h, pairs)).collect()
     }
 
     fn selector_for(&self, md: &Request) -> Option<&crate::SubsetSelector> {
@@ -61,7 +60,7 @@ impl Reference<'_> {
     pub fn active_subsets(&self) -> BTreeSet<Request> {
         let mut out = BTreeSet::new();
         for selector in &self.config.selectors {
-            for (_, host) in &self.hosts {
+            for host in &self.hosts {
                 let mut combos = vec![Request::new()];
                 for key in &selector.keys {
                     let values = self.values(host, key);
@@ -152,27 +151,28 @@ impl Reference<'_> {
         self.pick(&self.hosts, false, Fallback::PanicAny, exclude)
     }
 
-    fn default(&self) -> Vec<(u32, &Host)> {
+    fn default(&self) -> Vec<&Host> {
         self.members(&self.config.default_subset)
     }
 
     fn pick(
         &self,
-        set: &[(u32, &Host)],
+        set: &[&Host],
         single: bool,
         fallback: Fallback,
         exclude: Option<&str>,
     ) -> Option<Expected> {
         let threshold = usize::from(self.config.panic_threshold);
         let (panic, pool): (bool, Vec<&Host>) = if single {
-            let (_, first) = set.iter().min_by_key(|(slot, _)| *slot)?;
+            // The lowest address, as in every isolate.
+            let first = set.iter().min_by_key(|h| h.address.as_str())?;
             let panic = !first.healthy && threshold > 0;
             (panic, vec![*first])
         } else {
-            let healthy = set.iter().filter(|(_, h)| h.healthy).count();
+            let healthy = set.iter().filter(|h| h.healthy).count();
             let panic = healthy * 100 < threshold * set.len();
-            let pool = set.iter().filter(|(_, h)| panic || h.healthy);
-            (panic, pool.map(|(_, h)| *h).collect())
+            let pool = set.iter().filter(|h| panic || h.healthy);
+            (panic, pool.copied().collect())
         };
         let pool: BTreeSet<String> = pool
             .into_iter()
