@@ -34,6 +34,11 @@ impl Rng {
     fn below(&mut self, n: u32) -> u32 {
         (((self.next() >> 32) * u64::from(n)) >> 32) as u32
     }
+
+    /// Uniform in `0..n` (n > 0), for sums of weights past `u32`.
+    fn below_u64(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next()) * u128::from(n)) >> 64) as u64
+    }
 }
 
 /// How hosts are picked inside a set.
@@ -440,7 +445,28 @@ impl View<'_> {
                 return Some(s);
             }
         }
-        Some(self.at(self.scan(rng.below(self.n))?))
+        self.weighted_scan(rng)
+    }
+
+    /// An exact draw in proportion to weight, over every eligible member: O(members), for
+    /// when rejection sampling keeps rejecting. That is rare unless the weights are skewed (one
+    /// heavy host among light ones, or `max_weight` left high by a weight lowered since), and
+    /// then a first-eligible scan would pick nearly uniformly.
+    fn weighted_scan(&self, rng: &mut Rng) -> Option<u32> {
+        let eligible = (0..self.n).map(|i| self.at(i)).filter(|&s| self.ok(s));
+        let weight = |s: u32| u64::from(self.slots[s as usize].weight());
+        let total: u64 = eligible.clone().map(weight).sum();
+        if total == 0 {
+            return None;
+        }
+        let mut left = rng.below_u64(total);
+        for s in eligible {
+            match left.checked_sub(weight(s)) {
+                Some(rest) => left = rest,
+                None => return Some(s),
+            }
+        }
+        None
     }
 
     fn least_request(&self, rng: &mut Rng) -> Option<u32> {

@@ -510,6 +510,21 @@ fn weighted_picks_in_proportion() {
     }
 }
 
+/// One heavy host among light ones: rejection sampling (a uniform member kept with
+/// probability weight / max) mostly draws light members and rejects them, so its last resort
+/// must keep the proportions too (a plain scan picked nearly uniformly: ~42% for the heavy
+/// host instead of 94%).
+#[test]
+fn weighted_picks_in_proportion_when_weights_are_skewed() {
+    let mut weights = vec![1; 63];
+    weights.push(1000);
+    let c = counts(LbPolicy::Weighted, &weights, 20_000);
+    // Expected 20000 x 1000 / 1063 = 18815 for the heavy host, ~19 for each light one.
+    assert!(c[63].abs_diff(18_815) < 400, "{c:?}");
+    let light: u32 = c[..63].iter().sum();
+    assert!(light.abs_diff(1185) < 400, "{c:?}");
+}
+
 #[test]
 fn random_is_uniform() {
     let c = counts(LbPolicy::Random, &[1, 9, 1, 1], 8000);
