@@ -76,7 +76,7 @@ pub enum SelectorFallback {
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[non_exhaustive]
 pub enum LbPolicy {
-    /// Each host in turn, weights ignored.
+    /// Each host in turn, from a random one (per isolate and set), weights ignored.
     #[default]
     RoundRobin,
     /// At random, in proportion to the hosts' weights.

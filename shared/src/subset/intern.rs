@@ -132,8 +132,8 @@ pub(super) struct Interner {
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
     /// Values a key may get in the build under way (one per host of the table, a bound):
-    /// room made for them in its table of `values` when a key spills, so that a key unique per
-    /// host does not grow the table by doubling (its rehashes were ~7% of such a build); 0 outside a
+    /// room made for them in the table of `values` of the first key to spill, so that a key
+    /// unique per host does not grow its table by doubling (its rehashes were ~7% of such a build); 0 outside a
     /// build.
     expected: usize,
 }
@@ -340,7 +340,11 @@ impl Interner {
         let moved = core::mem::take(&mut self.small[key as usize]);
         let table = self.values.len() as u32;
         self.small[key as usize].spilled = Some(table);
-        self.values.push(HashTable::with_capacity(self.expected));
+        // The build's room goes to the first key to spill (a key unique per host spills
+        // within its first hosts): a table each would hold the host count per key at once.
+        self.values.push(HashTable::with_capacity(core::mem::take(
+            &mut self.expected,
+        )));
         moved
             .iter()
             .for_each(|(_, id)| self.insert_value(table, id));

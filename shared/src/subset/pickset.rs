@@ -12,9 +12,11 @@ use alloc::vec::Vec;
 use super::slot::Slot;
 use crate::LbPolicy;
 
-/// Random draws before a pick falls back to a scan from a random start: with at least a quarter
-/// of the members eligible (compaction keeps half live; out of panic half of those are
-/// healthy) a scan is needed less than once in 10^4 picks.
+/// Random draws before a pick falls back to an exact draw over every member (O(members)): with
+/// at least a quarter of the members eligible (compaction keeps half live; out of panic half
+/// of those are healthy) that is needed less than once in 10^4 random picks. Weighted picks
+/// keep a draw with probability weight / max_weight and so need it more often when weights
+/// are skewed: theirs keeps its prefix sums until the set changes.
 const TRIES: u32 = 32;
 
 /// splitmix64 over the caller's entropy: one multiply-xorshift per draw, same in Wasm.
@@ -195,7 +197,15 @@ pub(super) struct PickSet {
     /// In a `single` set, the host picked: its live member of the lowest address (see
     /// `SubsetLb::elect`); unused in other sets.
     pub first: u32,
+    /// Round robin's next member, from a random one at the first pick (`started`): every
+    /// isolate starting at member 0 would send the first requests after each table change to
+    /// the same host.
     cursor: u32,
+    started: bool,
+    /// Weighted picks' last resort: per member, the weights of the eligible members up to it
+    /// (live and healthy: not in panic, nothing excluded); empty until needed and after any
+    /// change to the set's members, their health or weights ([`PickSet::changed`]).
+    prefix: Vec<u64>,
 }
 
 impl PickSet {
@@ -246,12 +256,19 @@ impl PickSet {
             self.members.push(s);
         }
         self.count_in(&slots[s as usize]);
+        self.changed();
+    }
+
+    /// A member, its health or its weight changed: the weighted prefix sums no longer hold.
+    pub fn changed(&mut self) {
+        self.prefix.clear();
     }
 
     /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.
     pub fn remove(&mut self, s: u32, slots: &[Slot]) {
         self.live -= 1;
         self.healthy -= u32::from(slots[s as usize].healthy);
+        self.changed();
     }
 
     /// Whether tombstones are more than half of the members.
@@ -267,6 +284,7 @@ impl PickSet {
             .iter(chains)
             .partition(|&m| slots[m as usize].alive);
         self.members = Members::owned(live);
+        self.changed();
         dead
     }
 
@@ -314,8 +332,15 @@ impl PickSet {
             exclude,
         };
         let slot = match child.policy {
-            LbPolicy::RoundRobin => view.round_robin(&mut self.cursor),
-            LbPolicy::Weighted => view.weighted(rng, self.max_weight),
+            LbPolicy::RoundRobin => {
+                if !self.started {
+                    (self.cursor, self.started) = (rng.below(n), true);
+                }
+                view.round_robin(&mut self.cursor)
+            }
+            LbPolicy::Weighted => view
+                .weighted(rng, self.max_weight)
+                .or_else(|| view.weighted_exact(rng, &mut self.prefix, &mut self.max_weight)),
             LbPolicy::LeastRequest => view.least_request(rng),
             _ => view.random(rng),
         }?;
@@ -357,7 +382,10 @@ impl PickSet {
         }
         let i = match policy {
             LbPolicy::RoundRobin => {
-                let i = if (self.cursor as usize) < n {
+                let i = if !self.started {
+                    self.started = true;
+                    rng.below(n as u32)
+                } else if (self.cursor as usize) < n {
                     self.cursor
                 } else {
                     0
@@ -380,7 +408,7 @@ impl PickSet {
 
     /// Heap bytes held, for the memory figures (not counting the chains).
     pub fn heap_bytes(&self) -> usize {
-        self.members.heap_bytes()
+        self.members.heap_bytes() + self.prefix.capacity() * size_of::<u64>()
     }
 }
 
@@ -433,11 +461,14 @@ impl View<'_> {
                 return Some(s);
             }
         }
-        Some(self.at(self.scan(rng.below(self.n))?))
+        // Not the first eligible member from a random start: one after a long run of
+        // ineligible ones would win most such scans.
+        self.draw(rng, |_| 1)
     }
 
     /// Rejection sampling: a uniform member is kept with probability weight / max_weight, which
-    /// picks in proportion to weight without a prefix-sum array per subset.
+    /// picks in proportion to weight without a prefix-sum array per subset. `None` when every
+    /// draw was rejected: [`View::weighted_exact`] then.
     fn weighted(&self, rng: &mut Rng, max_weight: u32) -> Option<u32> {
         for _ in 0..TRIES {
             let s = self.at(rng.below(self.n));
@@ -445,17 +476,47 @@ impl View<'_> {
                 return Some(s);
             }
         }
-        self.weighted_scan(rng)
+        None
     }
 
-    /// An exact draw in proportion to weight, over every eligible member: O(members), for
-    /// when rejection sampling keeps rejecting. That is rare unless the weights are skewed (one
-    /// heavy host among light ones, or `max_weight` left high by a weight lowered since), and
-    /// then a first-eligible scan would pick nearly uniformly.
-    fn weighted_scan(&self, rng: &mut Rng) -> Option<u32> {
-        let eligible = (0..self.n).map(|i| self.at(i)).filter(|&s| self.ok(s));
+    /// An exact draw in proportion to weight, for when rejection sampling keeps rejecting:
+    /// skewed weights (one heavy host among light ones), or a `max_weight` left high by a
+    /// weight lowered since, which it brings down. Over the set's prefix sums of eligible
+    /// weights (made on first need, O(members), then a binary search until the set changes);
+    /// in panic or with a host excluded, a walk of every member.
+    fn weighted_exact(
+        &self,
+        rng: &mut Rng,
+        prefix: &mut Vec<u64>,
+        max_weight: &mut u32,
+    ) -> Option<u32> {
         let weight = |s: u32| u64::from(self.slots[s as usize].weight());
-        let total: u64 = eligible.clone().map(weight).sum();
+        if self.panic || self.exclude.is_some() {
+            return self.draw(rng, weight);
+        }
+        if prefix.is_empty() {
+            let mut sum = 0;
+            *max_weight = 0;
+            for i in 0..self.n {
+                let s = self.at(i);
+                let slot = &self.slots[s as usize];
+                if slot.alive {
+                    *max_weight = (*max_weight).max(slot.weight());
+                }
+                sum += if self.ok(s) { weight(s) } else { 0 };
+                prefix.push(sum);
+            }
+        }
+        let total = prefix.last().copied().filter(|&t| t > 0)?;
+        let r = rng.below_u64(total);
+        let i = prefix.partition_point(|&sum| sum <= r);
+        Some(self.at(i as u32))
+    }
+
+    /// An exact draw over the eligible members, each in proportion to `weight`: O(members).
+    fn draw(&self, rng: &mut Rng, weight: impl Fn(u32) -> u64) -> Option<u32> {
+        let eligible = (0..self.n).map(|i| self.at(i)).filter(|&s| self.ok(s));
+        let total: u64 = eligible.clone().map(&weight).sum();
         if total == 0 {
             return None;
         }

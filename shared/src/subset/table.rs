@@ -1,4 +1,4 @@
-//! The subset table: each subset's hosts and record, by its value ids. A subset of several
+//! The subset table: each subset's set (its hosts) and index, by its value ids. A subset of several
 //! keys is found by one hash probe on its ids packed into a word ([`key`]); a subset of one key
 //! by its value id alone, an array index. A key unique per host makes a subset per host: the
 //! hash table cost such a lookup a second probe after its value's (another cache miss or two
@@ -25,9 +25,10 @@ use packed::{Entry, Packed};
 /// Ids below this always fit the array: small tables never probe for one-key subsets.
 const ALWAYS: usize = 1024;
 
-/// Marks the subset index of a subset held in the array, whose value id is the rest: value ids
-/// and record indices stay far below it (at most [`MAX_HOSTS`](crate::hosttable::MAX_HOSTS)
-/// hosts of [`MAX_LABELS`](crate::MAX_LABELS) labels each).
+/// Marks the subset index of a subset held in the array, whose value id is the rest. Record
+/// indices stay far below it (one per subset of several keys). Value ids grow with churn (the
+/// interner frees none), but the array only takes ids below twice its subsets plus
+/// [`ALWAYS`], and its subsets are at most one per value of a live host.
 const IN_ARRAY: u32 = 1 << 31;
 
 /// An unused place of the array: no slot is that high.
@@ -51,7 +52,7 @@ pub(super) const fn array_kv(subset: u32) -> Option<u32> {
 pub(super) struct Hit {
     /// Its hosts: they come with the probe, so a hit needs no other load.
     pub set: SetRef,
-    /// Index into `SubsetLb::subsets`.
+    /// Index into `SubsetLb::subsets`, or the [`array_id`] of a subset held in the array.
     pub subset: u32,
 }
 

@@ -53,8 +53,11 @@ impl SubsetLb {
             entry.remove();
         }
         for &set in &sets {
-            self.sets[set as usize].remove(s, &self.slots);
-            self.elect(set);
+            let shared = &mut self.sets[set as usize];
+            shared.remove(s, &self.slots);
+            if shared.single && shared.first == s {
+                self.elect(set);
+            }
         }
         self.any.remove(s, &self.slots);
         if in_default && let Some((_, set)) = &mut self.default {
@@ -79,9 +82,12 @@ impl SubsetLb {
         }
         let sets = self.sets_of(&self.subsets_of(s));
         let in_default = self.in_default(s);
-        let adjust = |set: &mut PickSet| match healthy {
-            true => set.healthy += 1,
-            false => set.healthy -= 1,
+        let adjust = |set: &mut PickSet| {
+            match healthy {
+                true => set.healthy += 1,
+                false => set.healthy -= 1,
+            }
+            set.changed();
         };
         sets.iter()
             .for_each(|&i| adjust(&mut self.sets[i as usize]));
@@ -103,13 +109,18 @@ impl SubsetLb {
         if weight > MAX_WEIGHT {
             return Err(HostTableError::WeightTooLarge { index, weight }.into());
         }
+        // Raised at once; a weight lowered leaves `max_weight` high (picks stay exact, see
+        // `PickSet::changed`) until a weighted pick's prefix sums bring it down.
+        let reweigh = |set: &mut PickSet| {
+            set.max_weight = set.max_weight.max(weight);
+            set.changed();
+        };
         for set in self.sets_of(&self.subsets_of(s)) {
-            let set = &mut self.sets[set as usize];
-            set.max_weight = set.max_weight.max(weight);
+            reweigh(&mut self.sets[set as usize]);
         }
-        self.any.max_weight = self.any.max_weight.max(weight);
+        reweigh(&mut self.any);
         if let Some((_, set)) = &mut self.default {
-            set.max_weight = set.max_weight.max(weight);
+            reweigh(set);
         }
         self.slots[index].set_weight(weight);
         Ok(())
@@ -209,7 +220,7 @@ impl SubsetLb {
         }
         if shared.refs as usize == subsets.len() {
             self.sets[i as usize].add(s, &self.slots);
-            self.elect(i);
+            self.elect_between(i, s);
             return;
         }
         let mut members = shared.live_members(&self.slots, &self.chains);
@@ -259,6 +270,11 @@ impl SubsetLb {
         // here).
         let set = hit.set.as_set();
         if set.is_some_and(|set| self.sets[set as usize].live > 0) {
+            return;
+        }
+        // Dropped already (a host's memberships are distinct, so not today): counts and
+        // references must not go twice.
+        if self.subset_table.set_mut(self.subsets.kvs(i), i).is_none() {
             return;
         }
         self.subset_table.remove(self.subsets.kvs(i), i);
@@ -330,7 +346,9 @@ impl SubsetLb {
     /// (byte order). Not the lowest slot: deltas reuse freed slots, so an isolate updated by
     /// them and one built from the same table would send a subset's requests to different
     /// hosts. An address is the same everywhere. O(members), for single-host sets only (a
-    /// set there means hosts that share their values, a misconfiguration Envoy counts too).
+    /// set there means hosts that share their values, a misconfiguration Envoy counts too),
+    /// when one is made or loses its chosen host; a host joining is one comparison
+    /// ([`SubsetLb::elect_between`]).
     pub(super) fn elect(&mut self, set: u32) {
         let shared = &self.sets[set as usize];
         if !shared.single {
@@ -343,6 +361,21 @@ impl SubsetLb {
             .filter(|&m| slots[m as usize].alive)
             .min_by(|&a, &b| records.address(a).cmp(records.address(b)));
         self.sets[set as usize].first = first.unwrap_or(0);
+    }
+
+    /// [`SubsetLb::elect`] after live slot `s` joined set `set`: `s` or the host chosen before.
+    fn elect_between(&mut self, set: u32, s: u32) {
+        let shared = &self.sets[set as usize];
+        if !shared.single {
+            return;
+        }
+        let address = |slot: u32| self.records.address(slot);
+        let first = match shared.live {
+            1 => s,
+            _ if address(s) < address(shared.first) => s,
+            _ => shared.first,
+        };
+        self.sets[set as usize].first = first;
     }
 
     /// Whether slot `s` belongs to the configured default subset.

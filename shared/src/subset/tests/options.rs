@@ -468,6 +468,11 @@ fn health_panic_threshold() {
 }
 
 fn counts(policy: LbPolicy, weights: &[u32], n: u64) -> Vec<u32> {
+    tally(&mut weighed(policy, weights), n, 0)
+}
+
+/// Hosts `h0`.. of `weights`, every request falling back to all of them.
+fn weighed(policy: LbPolicy, weights: &[u32]) -> SubsetLb {
     let mut config = SubsetConfig {
         child_policy: policy,
         fallback_policy: FallbackPolicy::AnyEndpoint,
@@ -478,15 +483,20 @@ fn counts(policy: LbPolicy, weights: &[u32], n: u64) -> Vec<u32> {
     for (h, &w) in t.hosts.iter_mut().zip(weights) {
         h.weight = w;
     }
-    let mut lb = SubsetLb::build(&t).unwrap();
+    SubsetLb::build(&t).unwrap()
+}
+
+/// Picks per slot of `n` requests with entropy from `seed` on (released, but for
+/// least-request, whose counts then grow).
+fn tally(lb: &mut SubsetLb, n: u64, seed: u64) -> Vec<u32> {
     let md = lb.metadata();
-    let mut counts = vec![0; weights.len()];
-    for i in 0..n {
+    let mut counts = vec![0; lb.len()];
+    for i in seed..seed + n {
         let s = lb
             .select(&md, i.wrapping_mul(0x2545_f491_4f6c_dd1d))
             .unwrap();
         counts[s.host.slot as usize] += 1;
-        if policy != LbPolicy::LeastRequest {
+        if lb.options.child.policy != LbPolicy::LeastRequest {
             lb.release(s.host);
         }
     }
@@ -523,6 +533,56 @@ fn weighted_picks_in_proportion_when_weights_are_skewed() {
     assert!(c[63].abs_diff(18_815) < 400, "{c:?}");
     let light: u32 = c[..63].iter().sum();
     assert!(light.abs_diff(1185) < 400, "{c:?}");
+}
+
+/// The prefix sums of a weighted set follow its changes: a weight lowered (and `max_weight`
+/// with it), a host marked unhealthy, then healthy again.
+#[test]
+fn weighted_picks_follow_weight_and_health_changes() {
+    let mut weights = vec![1; 63];
+    weights.push(1000);
+    let mut lb = weighed(LbPolicy::Weighted, &weights);
+    assert!(tally(&mut lb, 2000, 0)[63] > 1700);
+    lb.set_healthy("http://h63", false).unwrap();
+    assert_eq!(tally(&mut lb, 2000, 2000)[63], 0);
+    lb.set_healthy("http://h63", true).unwrap();
+    assert!(tally(&mut lb, 2000, 4000)[63] > 1700);
+    lb.set_weight("http://h63", 1).unwrap();
+    let c = tally(&mut lb, 6400, 6000);
+    // Uniform now: 100 each expected; 60-140 is 4 standard deviations.
+    assert!(c.iter().all(|n| n.abs_diff(100) < 40), "{c:?}");
+    assert_eq!(lb.any.max_weight, 1);
+}
+
+/// Random picks stay uniform over the eligible hosts when most are not (panic disabled): a
+/// scan from a random start for the first eligible one after the draws missed would favour
+/// the host after the longest run of unhealthy ones (~59% to 41% here).
+#[test]
+fn random_picks_are_uniform_among_few_eligible_hosts() {
+    let mut lb = weighed(LbPolicy::Random, &[1; 40]);
+    lb.options.child.panic_threshold = 0;
+    for i in 0..38 {
+        lb.set_healthy(&format!("http://h{i}"), false).unwrap();
+    }
+    let c = tally(&mut lb, 4000, 0);
+    // Expected 2000 each; 150 is ~5 standard deviations.
+    assert!(
+        c[38].abs_diff(2000) < 150 && c[39].abs_diff(2000) < 150,
+        "{c:?}"
+    );
+}
+
+/// Round robin starts each set at a random member, not every isolate at the first.
+#[test]
+fn round_robin_starts_at_a_random_member() {
+    let firsts: BTreeSet<u32> = (0..32)
+        .map(|seed| {
+            let mut lb = weighed(LbPolicy::RoundRobin, &[1; 8]);
+            let md = lb.metadata();
+            lb.select(&md, seed * 0x9e37_79b9).unwrap().host.slot
+        })
+        .collect();
+    assert!(firsts.len() > 4, "{firsts:?}");
 }
 
 #[test]
