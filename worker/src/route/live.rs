@@ -259,14 +259,18 @@ pub(super) fn pick(values: &[(&str, String)]) -> Result<Pick, Failure> {
 
 /// Another host of `failed`'s subset, if the table is still the one it was picked from.
 pub(super) fn retry(failed: &Pick) -> Option<Pick> {
-    LIVE.with(|l| {
+    let again = LIVE.with(|l| {
         let mut slot = l.borrow_mut();
         let live = slot.as_mut().filter(|live| live.epoch == failed.epoch)?;
         let selection = live
             .lb
             .select_retry(&failed.metadata, entropy(), failed.host)?;
         live.pick(selection.host, failed.metadata)
-    })
+    })?;
+    // A delta applied while the request was out may have moved the failed host to another
+    // slot (new labels: removed, added back), which the retry does not exclude. Dropped
+    // outside the borrow above: releasing it borrows the live state.
+    (again.origin != failed.origin).then_some(again)
 }
 
 impl Live {
