@@ -14,9 +14,11 @@ pub struct Applied {
     pub added: usize,
     /// Hosts gone.
     pub removed: usize,
-    /// Hosts whose weight or health was set in place (same labels: same subsets).
+    /// Hosts whose weight or health was set in place (same labels where they route: same
+    /// subsets).
     pub updated: usize,
-    /// Hosts with new labels, moved between subsets (removed, then added).
+    /// Hosts with new values of keys that route (a selector's or the default subset's),
+    /// moved between subsets (removed, then added).
     pub relabelled: usize,
 }
 
@@ -31,9 +33,10 @@ enum Step {
 impl SubsetLb {
     /// Applies `delta`, made from the table of this index's version, in place; the index is
     /// then at `delta.version`. Removed hosts leave their subsets; new hosts join theirs; a
-    /// changed host keeps its place (and its requests in flight) when only its weight or
-    /// health changed, and is removed and added again when its labels did. Everything is
-    /// checked before anything changes: after an error the index is as it was.
+    /// changed host keeps its place (and its requests in flight) when only its weight, health
+    /// or labels no selector or default subset has changed, and is removed and added again
+    /// when labels that route did. Everything is checked before anything changes: after an
+    /// error the index is as it was.
     pub fn apply(&mut self, delta: &HostDelta) -> Result<Applied, SubsetError> {
         if delta.from != self.version {
             return Err(SubsetError::DeltaBase {
@@ -67,12 +70,13 @@ impl SubsetLb {
         for address in &delta.removed {
             self.known(address)?;
         }
+        let routing = self.routing_keys();
         let steps: Vec<Step> = delta
             .upserts
             .iter()
             .map(|host| match self.find_address(&host.address) {
                 None => Step::Add,
-                Some(s) if self.same_labels(s, host) => Step::Update,
+                Some(s) if self.same_labels(s, host, &routing) => Step::Update,
                 Some(_) => Step::Relabel,
             })
             .collect();
@@ -98,14 +102,33 @@ impl SubsetLb {
         }
     }
 
-    /// Whether `host`'s labels are those slot `s` was indexed with: the same key=value ids,
-    /// looked up without interning (a value no host had is a change).
-    fn same_labels(&self, s: u32, host: &Host) -> bool {
+    /// The keys whose values decide a host's subsets: the selectors' and the default
+    /// subset's (sorted). A host's other labels are not routing state.
+    fn routing_keys(&self) -> Vec<u32> {
+        let selectors = self.selectors.iter().flat_map(|s| s.keys.iter().copied());
+        let default = self.default.iter().flat_map(|(kvs, _)| kvs.iter());
+        let default = default.map(|&kv| self.interner.kv_key(kv));
+        let mut keys: Vec<u32> = selectors.chain(default).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+
+    /// Whether `host`'s labels of `routing` keys are those slot `s` was indexed with: the
+    /// same key=value ids, looked up without interning (a value no host had is a change).
+    /// Other labels may differ: a change to them alone (a build id, a deploy time) keeps the
+    /// host where it is, with its requests in flight, rather than moving it and recounting
+    /// its subsets.
+    fn same_labels(&self, s: u32, host: &Host, routing: &[u32]) -> bool {
         let mut ids = Vec::with_capacity(host.labels.len());
         for (k, v) in &host.labels {
+            // A key never interned is no selector's.
             let Some(key) = self.interner.key(k) else {
-                return false;
+                continue;
             };
+            if routing.binary_search(&key).is_err() {
+                continue;
+            }
             let mut push = |value: &str| match self.interner.kv(key, value) {
                 Some(id) => ids.push(id),
                 None => ids.push(u32::MAX),
@@ -118,7 +141,8 @@ impl SubsetLb {
         if ids.contains(&u32::MAX) {
             return false;
         }
-        let mut had = self.records.kvs(s).to_vec();
+        let routes = |kv: &u32| routing.binary_search(&self.interner.kv_key(*kv)).is_ok();
+        let mut had: Vec<u32> = self.records.kvs(s).iter().copied().filter(routes).collect();
         for list in [&mut ids, &mut had] {
             list.sort_unstable();
             list.dedup();

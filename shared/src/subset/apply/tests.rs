@@ -100,6 +100,50 @@ fn relabel_moves_a_host_and_a_health_change_keeps_its_place() {
     assert_eq!(picked(&mut lb, "c").len(), 1);
 }
 
+/// Labels no selector (or default subset) has are not routing state: a new build id keeps the
+/// host in place with its requests in flight, and no subset is recounted; a routing label
+/// changed beside it still moves the host.
+#[test]
+fn a_label_no_selector_has_keeps_the_host_in_place() {
+    let mut old = zones();
+    for host in &mut old.hosts {
+        host.labels.insert("build".into(), "1".into());
+    }
+    let mut new = old.clone();
+    new.version = 2;
+    new.hosts[4].labels.insert("build".into(), "2".into());
+    new.hosts[5]
+        .labels
+        .insert("deployed".into(), "today".into());
+    new.hosts[1].labels.insert("build".into(), "2".into());
+    new.hosts[1].labels.insert("zone".into(), "b".into());
+    let mut lb = SubsetLb::build(&old).unwrap();
+    let kept = lb.host_id("http://10.0.0.4:8080").unwrap();
+    let mut md = lb.metadata();
+    lb.set(&mut md, "zone", "b");
+    let in_flight = (0..6)
+        .filter(|&e| lb.select(&md, e).unwrap().host == kept)
+        .count() as u32;
+    assert!(in_flight > 0);
+    let created = lb.stats().subsets_created;
+
+    let applied = lb.apply(&HostDelta::between(&old, &new).unwrap()).unwrap();
+    assert_eq!((applied.updated, applied.relabelled), (2, 1));
+    assert_eq!(lb.host_id("http://10.0.0.4:8080"), Some(kept));
+    assert_eq!(lb.in_flight(kept), Some(in_flight));
+    assert_eq!(lb.stats().subsets_created, created);
+    assert!(picked(&mut lb, "b").contains("http://10.0.0.1:8080"));
+    // The kept record's labels are the old ones; later deltas compare routing labels only.
+    let mut newer = new.clone();
+    newer.version = 3;
+    newer.hosts[4].labels.insert("zone".into(), "a".into());
+    let applied = lb
+        .apply(&HostDelta::between(&new, &newer).unwrap())
+        .unwrap();
+    assert_eq!((applied.updated, applied.relabelled), (0, 1));
+    assert!(picked(&mut lb, "a").contains("http://10.0.0.4:8080"));
+}
+
 #[test]
 fn a_refused_delta_changes_nothing() {
     let old = zones();
