@@ -152,8 +152,8 @@ impl Members {
         self.shared > 0
     }
 
-    /// Member `i` (< `len`).
-    #[inline]
+    /// Member `i` (< `len`). Always inlined, as [`PickSet::pick_clean`] is.
+    #[inline(always)]
     pub fn get(&self, chains: &[u32], i: u32) -> u32 {
         match i.checked_sub(self.shared) {
             None => chains[(self.start + i) as usize],
@@ -179,8 +179,11 @@ impl Members {
     }
 }
 
+/// Round robin's cursor before a set's first pick.
+const UNSTARTED: u32 = u32::MAX;
+
 /// The hosts of one or more identical subsets, or (`all`) of the whole table.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct PickSet {
     /// Member slots, possibly dead; unused when `all`.
     pub members: Members,
@@ -197,15 +200,31 @@ pub(super) struct PickSet {
     /// In a `single` set, the host picked: its live member of the lowest address (see
     /// `SubsetLb::elect`); unused in other sets.
     pub first: u32,
-    /// Round robin's next member, from a random one at the first pick (`started`): every
-    /// isolate starting at member 0 would send the first requests after each table change to
-    /// the same host.
+    /// Round robin's next member, from a random one at the first pick ([`UNSTARTED`] until
+    /// then): every isolate starting at member 0 would send the first requests after each
+    /// table change to the same host.
     cursor: u32,
-    started: bool,
     /// Weighted picks' last resort: per member, the weights of the eligible members up to it
     /// (live and healthy: not in panic, nothing excluded); empty until needed and after any
     /// change to the set's members, their health or weights ([`PickSet::changed`]).
     prefix: Vec<u64>,
+}
+
+impl Default for PickSet {
+    fn default() -> PickSet {
+        PickSet {
+            members: Members::default(),
+            all: false,
+            refs: 0,
+            live: 0,
+            healthy: 0,
+            max_weight: 0,
+            single: false,
+            first: 0,
+            cursor: UNSTARTED,
+            prefix: Vec::new(),
+        }
+    }
 }
 
 impl PickSet {
@@ -332,12 +351,7 @@ impl PickSet {
             exclude,
         };
         let slot = match child.policy {
-            LbPolicy::RoundRobin => {
-                if !self.started {
-                    (self.cursor, self.started) = (rng.below(n), true);
-                }
-                view.round_robin(&mut self.cursor)
-            }
+            LbPolicy::RoundRobin => view.round_robin(&mut self.cursor, rng),
             LbPolicy::Weighted => view
                 .weighted(rng, self.max_weight)
                 .or_else(|| view.weighted_exact(rng, &mut self.prefix, &mut self.max_weight)),
@@ -365,7 +379,9 @@ impl PickSet {
 
     /// Picks without reading the slots when every member is live and healthy (no tombstone,
     /// no panic, any member eligible), as the general pick would; `None` to take that one.
-    #[inline]
+    /// Always inlined: once the general pick grew (weighted prefix sums) a plain `#[inline]`
+    /// was not taken, and the call cost a lookup 8 instructions of 265.
+    #[inline(always)]
     fn pick_clean(
         &mut self,
         slot_count: usize,
@@ -382,13 +398,10 @@ impl PickSet {
         }
         let i = match policy {
             LbPolicy::RoundRobin => {
-                let i = if !self.started {
-                    self.started = true;
-                    rng.below(n as u32)
-                } else if (self.cursor as usize) < n {
+                let i = if (self.cursor as usize) < n {
                     self.cursor
                 } else {
-                    0
+                    next_turn(self.cursor, n as u32, rng)
                 };
                 self.cursor = i + 1;
                 i
@@ -409,6 +422,16 @@ impl PickSet {
     /// Heap bytes held, for the memory figures (not counting the chains).
     pub fn heap_bytes(&self) -> usize {
         self.members.heap_bytes() + self.prefix.capacity() * size_of::<u64>()
+    }
+}
+
+/// Round robin's member after the cursor ran past the `n` members: the first, or a random one
+/// at a set's first pick.
+#[cold]
+fn next_turn(cursor: u32, n: u32, rng: &mut Rng) -> u32 {
+    match cursor {
+        UNSTARTED => rng.below(n),
+        _ => 0,
     }
 }
 
@@ -447,8 +470,11 @@ impl View<'_> {
         None
     }
 
-    fn round_robin(&self, cursor: &mut u32) -> Option<u32> {
-        let start = if *cursor < self.n { *cursor } else { 0 };
+    fn round_robin(&self, cursor: &mut u32, rng: &mut Rng) -> Option<u32> {
+        let start = match *cursor < self.n {
+            true => *cursor,
+            false => next_turn(*cursor, self.n, rng),
+        };
         let i = self.scan(start)?;
         *cursor = i + 1;
         Some(self.at(i))
