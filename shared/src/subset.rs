@@ -181,7 +181,8 @@ pub struct SubsetStats {
     pub health_panics: u64,
     /// Selections that found no host.
     pub no_host: u64,
-    /// Hosts left out of a `single_host_per_subset` subset another host already holds.
+    /// Hosts left out of a `single_host_per_subset` subset another host holds, one per host
+    /// and subset: a gauge, as Envoy's `lb_subsets_single_host_per_subset_duplicate`.
     pub single_host_collisions: u64,
 }
 

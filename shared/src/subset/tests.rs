@@ -331,6 +331,10 @@ proptest! {
         // A fresh build of the final table agrees too (and with the updated index's count).
         let rebuilt = SubsetLb::build(&HostTable { version: 2, hosts: hosts.clone(), subset: config.clone() }).unwrap();
         prop_assert_eq!(rebuilt.stats().subsets_active, lb.stats().subsets_active);
+        prop_assert_eq!(
+            rebuilt.stats().single_host_collisions,
+            lb.stats().single_host_collisions
+        );
     }
 
     /// Tables large enough for the dense key=value lists to become bitsets (64 slots and more).

@@ -59,6 +59,13 @@ impl SubsetLb {
                 self.elect(set);
             }
         }
+        // One host fewer left out of each single-host subset that keeps another.
+        let left_out = |hit: &&Hit| {
+            let set = hit.set.as_set().map(|i| &self.sets[i as usize]);
+            set.is_some_and(|set| set.single && set.live > 0)
+        };
+        let fewer = subsets.iter().filter(left_out).count() as u64;
+        self.stats.single_host_collisions = self.stats.single_host_collisions.saturating_sub(fewer);
         self.any.remove(s, &self.slots);
         if in_default && let Some((_, set)) = &mut self.default {
             set.remove(s, &self.slots);

@@ -307,5 +307,9 @@ proptest! {
         agree(&mut lb, &new.hosts, &config, &requests);
         let rebuilt = SubsetLb::build(&new).unwrap();
         prop_assert_eq!(rebuilt.stats().subsets_active, lb.stats().subsets_active);
+        prop_assert_eq!(
+            rebuilt.stats().single_host_collisions,
+            lb.stats().single_host_collisions
+        );
     }
 }
