@@ -69,14 +69,18 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
     response
 }
 
-/// The ETags `If-None-Match` lists.
-fn listed_etags(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+/// The comma-separated items of every `name` header (untrimmed).
+fn listed(headers: &HeaderMap, name: header::HeaderName) -> impl Iterator<Item = &str> {
     headers
-        .get_all(header::IF_NONE_MATCH)
+        .get_all(name)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
-        .map(|tag| tag.trim().trim_start_matches("W/"))
+}
+
+/// The ETags `If-None-Match` lists.
+fn listed_etags(headers: &HeaderMap) -> impl Iterator<Item = &str> {
+    listed(headers, header::IF_NONE_MATCH).map(|tag| tag.trim().trim_start_matches("W/"))
 }
 
 /// `If-None-Match` lists the current ETag (or is `*`).
@@ -99,16 +103,11 @@ fn accepts_delta(headers: &HeaderMap) -> bool {
         let (name, value) = param.split_once('=').unwrap_or((param, ""));
         name.trim().eq_ignore_ascii_case("q") && value.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
     };
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .any(|range| {
-            let mut parts = range.split(';');
-            let kind = parts.next().unwrap_or_default().trim();
-            kind.eq_ignore_ascii_case(HOST_DELTA_MEDIA_TYPE) && !parts.any(refused)
-        })
+    listed(headers, header::ACCEPT).any(|range| {
+        let mut parts = range.split(';');
+        let kind = parts.next().unwrap_or_default().trim();
+        kind.eq_ignore_ascii_case(HOST_DELTA_MEDIA_TYPE) && !parts.any(refused)
+    })
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {

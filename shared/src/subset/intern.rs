@@ -262,14 +262,11 @@ impl Interner {
     #[inline(never)]
     fn kv_slow(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
         let small = self.small.get(key as usize)?;
-        let Some(table) = small.spilled else {
-            let same = |(stored, id): &(&Fingerprint, u32)| {
-                **stored == *fp && (fp.is_whole() || self.long_text(*id) == value)
-            };
-            return small.iter().find(same).map(|(_, id)| id);
-        };
         let same = |&id: &u32| {
             self.kv_fps[id as usize].same(fp) && (fp.is_whole() || self.long_text(id) == value)
+        };
+        let Some(table) = small.spilled else {
+            return small.iter().map(|(_, id)| id).find(same);
         };
         let hash = self.hash(key, fp, value);
         self.values[table as usize].find(hash, same).copied()

@@ -1,8 +1,8 @@
-//! The subset table: each subset's set (its hosts) and index, by its value ids. A subset of several
-//! keys is found by one hash probe on its ids packed into a word ([`key`]); a subset of one key
-//! by its value id alone, an array index. A key unique per host makes a subset per host: the
-//! hash table cost such a lookup a second probe after its value's (another cache miss or two
-//! in a large table) and 17 bytes a subset, the array 4 bytes a value id.
+//! The subset table: each subset's set (its hosts) and index, by its value ids. A subset of
+//! several keys is found by one hash probe on its ids packed into a word ([`key`]); a subset
+//! of one key by its value id alone, an array index. A key unique per host makes a subset per
+//! host: the hash table cost such a lookup a second probe after its value's (another cache
+//! miss or two in a large table) and 17 bytes a subset, the array 4 bytes a value id.
 //!
 //! A subset in the array has no record in `SubsetLb::subsets`: its value id is its identity
 //! ([`array_id`]), its one key names its selector, and the array holds its set. Such records
@@ -155,24 +155,28 @@ impl Table {
         entry.map(|e| &mut e.hit.set)
     }
 
-    /// Takes out subset `subset`, with value ids `kvs` (ignored for an [`array_id`]).
-    pub fn remove(&mut self, kvs: &[u32], subset: u32) {
+    /// Takes out subset `subset`, with value ids `kvs` (ignored for an [`array_id`]); false
+    /// if the table did not hold it.
+    pub fn remove(&mut self, kvs: &[u32], subset: u32) -> bool {
         if let Some(kv) = array_kv(subset) {
-            if let Some(set) = self.single.get_mut(kv as usize)
-                && *set != NO_SET
-            {
-                *set = NO_SET;
-                self.singles -= 1;
-            }
-            return;
+            let Some(set) = self
+                .single
+                .get_mut(kv as usize)
+                .filter(|set| **set != NO_SET)
+            else {
+                return false;
+            };
+            *set = NO_SET;
+            self.singles -= 1;
+            return true;
         }
-        if self
+        let held = self
             .packed
-            .remove(packed_key(kvs), |e| e.hit.subset == subset)
-            .is_some()
-        {
+            .remove(packed_key(kvs), |e| e.hit.subset == subset);
+        if held.is_some() {
             self.strays -= usize::from(kvs.len() == 1);
         }
+        held.is_some()
     }
 
     /// Gives back the array's slack once built.

@@ -281,10 +281,9 @@ impl SubsetLb {
         }
         // Dropped already (a host's memberships are distinct, so not today): counts and
         // references must not go twice.
-        if self.subset_table.set_mut(self.subsets.kvs(i), i).is_none() {
+        if !self.subset_table.remove(self.subsets.kvs(i), i) {
             return;
         }
-        self.subset_table.remove(self.subsets.kvs(i), i);
         self.subsets.remove(i);
         self.stats.subsets_removed += 1;
         self.stats.subsets_active -= 1;
