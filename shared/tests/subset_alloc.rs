@@ -71,17 +71,54 @@ fn lookups_allocate_nothing() {
         let mut lb = SubsetLb::build(&table).unwrap();
         let before = allocations();
         assert!(before > start, "the counter sees the build's allocations");
-        for (n, pairs) in requests.iter().cycle().take(500).enumerate() {
-            let mut md = lb.metadata();
-            for (k, v) in *pairs {
-                lb.set(&mut md, k, v);
-            }
-            let chosen = lb.select(&md, n as u64).unwrap();
-            if let Some(retry) = lb.select_retry(&md, !(n as u64), chosen.host) {
-                lb.release(retry.host);
-            }
-            lb.release(chosen.host);
-        }
+        lookups(&mut lb, &requests, 500);
         assert_eq!(allocations() - before, 0, "{policy:?}");
+    }
+}
+
+/// With weights that differ, a set makes its prefix sums at its first weighted pick (one
+/// allocation, kept through later changes unless the set grows); lookups after that allocate
+/// nothing, also after a health change makes them again.
+#[test]
+fn lookups_over_uneven_weights_allocate_only_a_sets_first_sums() {
+    let mut table = HostTable::default();
+    for i in 0..1000u32 {
+        let host = Host::new(format!("http://10.1.{}.{}", i / 250, i % 250))
+            .with_label("zone", ["a", "b", "c"][i as usize % 3]);
+        table.hosts.push(Host {
+            weight: 1 + i % 7,
+            ..host
+        });
+    }
+    table.subset.fallback_policy = FallbackPolicy::AnyEndpoint;
+    table.subset.selectors = vec![SubsetSelector::new(["zone"])];
+    let requests: [&[(&str, &str)]; 3] = [&[("zone", "a")], &[("zone", "b")], &[("zone", "q")]];
+    for policy in [
+        LbPolicy::RoundRobin,
+        LbPolicy::Weighted,
+        LbPolicy::LeastRequest,
+    ] {
+        table.subset.child_policy = policy;
+        let mut lb = SubsetLb::build(&table).unwrap();
+        lookups(&mut lb, &requests, 300);
+        lb.set_healthy("http://10.1.0.3", false).unwrap();
+        let before = allocations();
+        lookups(&mut lb, &requests, 500);
+        assert_eq!(allocations() - before, 0, "{policy:?}");
+    }
+}
+
+/// `count` lookups cycling through `requests`, each with a retry on another host.
+fn lookups(lb: &mut SubsetLb, requests: &[&[(&str, &str)]], count: usize) {
+    for (n, pairs) in requests.iter().cycle().take(count).enumerate() {
+        let mut md = lb.metadata();
+        for (k, v) in *pairs {
+            lb.set(&mut md, k, v);
+        }
+        let chosen = lb.select(&md, n as u64).unwrap();
+        if let Some(retry) = lb.select_retry(&md, !(n as u64), chosen.host) {
+            lb.release(retry.host);
+        }
+        lb.release(chosen.host);
     }
 }

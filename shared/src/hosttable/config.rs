@@ -76,14 +76,17 @@ pub enum SelectorFallback {
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 #[non_exhaustive]
 pub enum LbPolicy {
-    /// Each host in turn, from a random one (per isolate and set), weights ignored.
+    /// Each host in turn, from a random one (per isolate and set), as many turns per cycle as
+    /// its weight, spread over the cycle (plain turns when all weigh the same).
     #[default]
     RoundRobin,
     /// At random, in proportion to the hosts' weights.
     Weighted,
-    /// Uniformly at random.
+    /// Uniformly at random, weights ignored.
     Random,
-    /// The one with fewer requests in flight of two random hosts (power of two choices).
+    /// The one with fewer requests in flight of two random hosts (power of two choices); when
+    /// weights differ, two hosts drawn in proportion to weight, compared by requests in
+    /// flight per unit of weight.
     LeastRequest,
 }
 

@@ -12,12 +12,11 @@ use alloc::vec::Vec;
 use super::slot::Slot;
 use crate::LbPolicy;
 
-/// Random draws before a pick falls back to an exact draw over every member (O(members)): with
-/// at least a quarter of the members eligible (compaction keeps half live; out of panic half
-/// of those are healthy) that is needed less than once in 10^4 random picks. Weighted picks
-/// keep a draw with probability weight / max_weight and so need it more often when weights
-/// are skewed: theirs keeps its prefix sums until the set changes.
-const TRIES: u32 = 32;
+mod view;
+mod weights;
+
+use view::View;
+use weights::Weights;
 
 /// splitmix64 over the caller's entropy: one multiply-xorshift per draw, same in Wasm.
 #[derive(Debug)]
@@ -193,21 +192,17 @@ pub(super) struct PickSet {
     pub refs: u32,
     pub live: u32,
     pub healthy: u32,
-    /// Upper bound of the live members' weights.
-    pub max_weight: u32,
+    pub weights: Weights,
     /// single_host_per_subset: only `first` is picked.
     pub single: bool,
     /// In a `single` set, the host picked: its live member of the lowest address (see
     /// `SubsetLb::elect`); unused in other sets.
     pub first: u32,
-    /// Round robin's next member, from a random one at the first pick ([`UNSTARTED`] until
-    /// then): every isolate starting at member 0 would send the first requests after each
+    /// Round robin's next member while the members weigh the same (else see
+    /// [`Weights::turn`]), from a random one at the first pick ([`UNSTARTED`] until then):
+    /// every isolate starting at member 0 would send the first requests after each
     /// table change to the same host.
     cursor: u32,
-    /// Weighted picks' last resort: per member, the weights of the eligible members up to it
-    /// (live and healthy: not in panic, nothing excluded); empty until needed and after any
-    /// change to the set's members, their health or weights ([`PickSet::changed`]).
-    prefix: Vec<u64>,
 }
 
 impl Default for PickSet {
@@ -218,11 +213,10 @@ impl Default for PickSet {
             refs: 0,
             live: 0,
             healthy: 0,
-            max_weight: 0,
+            weights: Weights::default(),
             single: false,
             first: 0,
             cursor: UNSTARTED,
-            prefix: Vec::new(),
         }
     }
 }
@@ -249,7 +243,7 @@ impl PickSet {
             single,
             live: n,
             healthy: n,
-            max_weight: weight,
+            weights: Weights::uniform(weight),
             members,
             ..PickSet::default()
         }
@@ -266,7 +260,7 @@ impl PickSet {
     fn count_in(&mut self, slot: &Slot) {
         self.live += 1;
         self.healthy += u32::from(slot.healthy);
-        self.max_weight = self.max_weight.max(slot.weight());
+        self.weights.count(slot.weight());
     }
 
     /// Adds a live slot (not yet a member).
@@ -278,9 +272,9 @@ impl PickSet {
         self.changed();
     }
 
-    /// A member, its health or its weight changed: the weighted prefix sums no longer hold.
+    /// A member, its health or its weight changed: the weights' sums no longer hold.
     pub fn changed(&mut self) {
-        self.prefix.clear();
+        self.weights.changed();
     }
 
     /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.
@@ -350,12 +344,14 @@ impl PickSet {
             panic,
             exclude,
         };
+        let even = self.weights.even();
+        let weights = &mut self.weights;
         let slot = match child.policy {
-            LbPolicy::RoundRobin => view.round_robin(&mut self.cursor, rng),
-            LbPolicy::Weighted => view
-                .weighted(rng, self.max_weight)
-                .or_else(|| view.weighted_exact(rng, &mut self.prefix, &mut self.max_weight)),
-            LbPolicy::LeastRequest => view.least_request(rng),
+            LbPolicy::RoundRobin if even => view.round_robin(&mut self.cursor, rng),
+            LbPolicy::RoundRobin => view.weighted_round_robin(rng, weights),
+            LbPolicy::Weighted => view.weighted(rng, weights),
+            LbPolicy::LeastRequest if even => view.least_request(rng),
+            LbPolicy::LeastRequest => view.weighted_least_request(rng, weights),
             _ => view.random(rng),
         }?;
         Some(Pick { slot, panic })
@@ -378,7 +374,8 @@ impl PickSet {
     }
 
     /// Picks without reading the slots when every member is live and healthy (no tombstone,
-    /// no panic, any member eligible), as the general pick would; `None` to take that one.
+    /// no panic, any member eligible) and, for round robin, weighs the same, as the general
+    /// pick would; `None` to take that one.
     /// Always inlined: once the general pick grew (weighted prefix sums) a plain `#[inline]`
     /// was not taken, and the call cost a lookup 8 instructions of 265.
     #[inline(always)]
@@ -397,7 +394,7 @@ impl PickSet {
             return None;
         }
         let i = match policy {
-            LbPolicy::RoundRobin => {
+            LbPolicy::RoundRobin if self.weights.even() => {
                 let i = if (self.cursor as usize) < n {
                     self.cursor
                 } else {
@@ -421,7 +418,7 @@ impl PickSet {
 
     /// Heap bytes held, for the memory figures (not counting the chains).
     pub fn heap_bytes(&self) -> usize {
-        self.members.heap_bytes() + self.prefix.capacity() * size_of::<u64>()
+        self.members.heap_bytes() + self.weights.heap_bytes()
     }
 }
 
@@ -432,134 +429,5 @@ fn next_turn(cursor: u32, n: u32, rng: &mut Rng) -> u32 {
     match cursor {
         UNSTARTED => rng.below(n),
         _ => 0,
-    }
-}
-
-/// The candidates of one pick.
-struct View<'a> {
-    /// `None`: every slot.
-    members: Option<(&'a Members, &'a [u32])>,
-    slots: &'a [Slot],
-    n: u32,
-    panic: bool,
-    exclude: Option<u32>,
-}
-
-impl View<'_> {
-    fn at(&self, i: u32) -> u32 {
-        self.members.map_or(i, |(m, chains)| m.get(chains, i))
-    }
-
-    fn ok(&self, s: u32) -> bool {
-        let slot = &self.slots[s as usize];
-        slot.alive && (self.panic || slot.healthy) && self.exclude != Some(s)
-    }
-
-    /// The first eligible member from `start` (< n) on, wrapping; its index.
-    fn scan(&self, start: u32) -> Option<u32> {
-        let mut i = start;
-        for _ in 0..self.n {
-            if self.ok(self.at(i)) {
-                return Some(i);
-            }
-            i += 1;
-            if i == self.n {
-                i = 0;
-            }
-        }
-        None
-    }
-
-    fn round_robin(&self, cursor: &mut u32, rng: &mut Rng) -> Option<u32> {
-        let start = match *cursor < self.n {
-            true => *cursor,
-            false => next_turn(*cursor, self.n, rng),
-        };
-        let i = self.scan(start)?;
-        *cursor = i + 1;
-        Some(self.at(i))
-    }
-
-    fn random(&self, rng: &mut Rng) -> Option<u32> {
-        for _ in 0..TRIES {
-            let s = self.at(rng.below(self.n));
-            if self.ok(s) {
-                return Some(s);
-            }
-        }
-        // Not the first eligible member from a random start: one after a long run of
-        // ineligible ones would win most such scans.
-        self.draw(rng, |_| 1)
-    }
-
-    /// Rejection sampling: a uniform member is kept with probability weight / max_weight, which
-    /// picks in proportion to weight without a prefix-sum array per subset. `None` when every
-    /// draw was rejected: [`View::weighted_exact`] then.
-    fn weighted(&self, rng: &mut Rng, max_weight: u32) -> Option<u32> {
-        for _ in 0..TRIES {
-            let s = self.at(rng.below(self.n));
-            if self.ok(s) && rng.below(max_weight.max(1)) < self.slots[s as usize].weight() {
-                return Some(s);
-            }
-        }
-        None
-    }
-
-    /// An exact draw in proportion to weight, for when rejection sampling keeps rejecting:
-    /// skewed weights (one heavy host among light ones), or a `max_weight` left high by a
-    /// weight lowered since, which it brings down. Over the set's prefix sums of eligible
-    /// weights (made on first need, O(members), then a binary search until the set changes);
-    /// in panic or with a host excluded, a walk of every member.
-    fn weighted_exact(
-        &self,
-        rng: &mut Rng,
-        prefix: &mut Vec<u64>,
-        max_weight: &mut u32,
-    ) -> Option<u32> {
-        let weight = |s: u32| u64::from(self.slots[s as usize].weight());
-        if self.panic || self.exclude.is_some() {
-            return self.draw(rng, weight);
-        }
-        if prefix.is_empty() {
-            let mut sum = 0;
-            *max_weight = 0;
-            for i in 0..self.n {
-                let s = self.at(i);
-                let slot = &self.slots[s as usize];
-                if slot.alive {
-                    *max_weight = (*max_weight).max(slot.weight());
-                }
-                sum += if self.ok(s) { weight(s) } else { 0 };
-                prefix.push(sum);
-            }
-        }
-        let total = prefix.last().copied().filter(|&t| t > 0)?;
-        let r = rng.below_u64(total);
-        let i = prefix.partition_point(|&sum| sum <= r);
-        Some(self.at(i as u32))
-    }
-
-    /// An exact draw over the eligible members, each in proportion to `weight`: O(members).
-    fn draw(&self, rng: &mut Rng, weight: impl Fn(u32) -> u64) -> Option<u32> {
-        let eligible = (0..self.n).map(|i| self.at(i)).filter(|&s| self.ok(s));
-        let total: u64 = eligible.clone().map(&weight).sum();
-        if total == 0 {
-            return None;
-        }
-        let mut left = rng.below_u64(total);
-        for s in eligible {
-            match left.checked_sub(weight(s)) {
-                Some(rest) => left = rest,
-                None => return Some(s),
-            }
-        }
-        None
-    }
-
-    fn least_request(&self, rng: &mut Rng) -> Option<u32> {
-        let a = self.random(rng)?;
-        let b = self.random(rng).unwrap_or(a);
-        let active = |s: u32| self.slots[s as usize].active;
-        Some(if active(b) < active(a) { b } else { a })
     }
 }

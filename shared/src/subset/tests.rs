@@ -392,7 +392,9 @@ proptest! {
 
     #[test]
     fn every_host_is_picked_from_its_subset(n in 1usize..40, seed in any::<u64>()) {
-        let hosts: Vec<Host> = (0..n).map(|i| host(i, (BTreeMap::from([("a".into(), (i % 3).to_string())]), true, 1))).collect();
+        // Weights differ (1 to 4) when the seed is odd: round robin and least request weigh.
+        let weight = |i: usize| 1 + (seed as u32 & 1) * (i % 4) as u32;
+        let hosts: Vec<Host> = (0..n).map(|i| host(i, (BTreeMap::from([("a".into(), (i % 3).to_string())]), true, weight(i)))).collect();
         let mut table = HostTable { version: 1, hosts, subset: SubsetConfig::default() };
         table.subset.selectors.push(SubsetSelector::new(["a"]));
         for policy in [LbPolicy::RoundRobin, LbPolicy::Weighted, LbPolicy::Random, LbPolicy::LeastRequest] {

@@ -116,10 +116,10 @@ impl SubsetLb {
         if weight > MAX_WEIGHT {
             return Err(HostTableError::WeightTooLarge { index, weight }.into());
         }
-        // Raised at once; a weight lowered leaves `max_weight` high (picks stay exact, see
-        // `PickSet::changed`) until a weighted pick's prefix sums bring it down.
+        // The bounds widen at once; a weight raised or lowered inside them leaves them loose
+        // (picks stay exact) until a weighted pick's sums make them exact again.
         let reweigh = |set: &mut PickSet| {
-            set.max_weight = set.max_weight.max(weight);
+            set.weights.count(weight);
             set.changed();
         };
         for set in self.sets_of(&self.subsets_of(s)) {

@@ -506,9 +506,82 @@ fn tally(lb: &mut SubsetLb, n: u64, seed: u64) -> Vec<u32> {
 #[test]
 fn round_robin_takes_turns() {
     assert_eq!(
-        counts(LbPolicy::RoundRobin, &[1, 5, 1], 300),
+        counts(LbPolicy::RoundRobin, &[2, 2, 2], 300),
         [100, 100, 100]
     );
+}
+
+/// Round robin over hosts of different weights gives each as many turns per cycle as its
+/// weight, as Envoy's does, and spreads a heavy host's turns over the cycle.
+#[test]
+fn round_robin_takes_turns_by_weight() {
+    let mut lb = weighed(LbPolicy::RoundRobin, &[1, 5, 1, 1]);
+    let md = lb.metadata();
+    let order: Vec<u32> = (0..800)
+        .map(|i| {
+            let s = lb.select(&md, i).unwrap();
+            lb.release(s.host);
+            s.host.slot
+        })
+        .collect();
+    // Every window of a cycle (8 turns), not only the first, holds each host by its weight.
+    for window in order.windows(8) {
+        let mut c = [0; 4];
+        window.iter().for_each(|&s| c[s as usize] += 1);
+        assert_eq!(c, [1, 5, 1, 1], "{order:?}");
+    }
+    let longest = order.chunk_by(|a, b| a == b).map(<[u32]>::len).max();
+    assert!(longest < Some(5), "{order:?}");
+}
+
+/// Weighted round robin follows health and weight changes, picks in panic by weight, and
+/// takes plain turns again once the weights are even.
+#[test]
+fn weighted_round_robin_follows_changes() {
+    let mut lb = weighed(LbPolicy::RoundRobin, &[1, 3, 2, 2]);
+    assert_eq!(tally(&mut lb, 80, 0), [10, 30, 20, 20]);
+    lb.set_healthy("http://h1", false).unwrap();
+    assert_eq!(tally(&mut lb, 50, 0), [10, 0, 20, 20]);
+    lb.set_weight("http://h2", 6).unwrap();
+    assert_eq!(tally(&mut lb, 90, 0), [10, 0, 60, 20]);
+    // 1 of 4 healthy: panic, every host by its weight.
+    lb.set_healthy("http://h0", false).unwrap();
+    lb.set_healthy("http://h3", false).unwrap();
+    assert_eq!(tally(&mut lb, 120, 0), [10, 30, 60, 20]);
+    for h in 0..4 {
+        lb.set_healthy(&format!("http://h{h}"), true).unwrap();
+        lb.set_weight(&format!("http://h{h}"), 7).unwrap();
+    }
+    assert!(
+        !lb.any.weights.even(),
+        "bounds stay loose until the sums are made"
+    );
+    tally(&mut lb, 1, 0);
+    assert!(lb.any.weights.even());
+    assert_eq!(tally(&mut lb, 40, 0), [10, 10, 10, 10]);
+}
+
+/// A retry under weighted round robin never takes the failed host.
+#[test]
+fn weighted_round_robin_retries_elsewhere() {
+    let mut lb = weighed(LbPolicy::RoundRobin, &[1, 50, 1]);
+    let md = lb.metadata();
+    for seed in 0..50 {
+        let first = lb.select(&md, seed).unwrap();
+        let retry = lb.select_retry(&md, seed + 1, first.host).unwrap();
+        assert_ne!(first.host, retry.host);
+        lb.release(first.host);
+        lb.release(retry.host);
+    }
+    let heavy = lb.host_id("http://h1").unwrap();
+    let md = lb.metadata();
+    let others = (0..40).filter(|&seed| {
+        lb.select_retry(&md, seed, heavy).is_some_and(|s| {
+            lb.release(s.host);
+            s.host != heavy
+        })
+    });
+    assert_eq!(others.count(), 40);
 }
 
 #[test]
@@ -551,7 +624,7 @@ fn weighted_picks_follow_weight_and_health_changes() {
     let c = tally(&mut lb, 6400, 6000);
     // Uniform now: 100 each expected; 60-140 is 4 standard deviations.
     assert!(c.iter().all(|n| n.abs_diff(100) < 40), "{c:?}");
-    assert_eq!(lb.any.max_weight, 1);
+    assert_eq!((lb.any.weights.min, lb.any.weights.max), (1, 1));
 }
 
 /// Random picks stay uniform over the eligible hosts when most are not (panic disabled): a
@@ -589,6 +662,34 @@ fn round_robin_starts_at_a_random_member() {
 fn random_is_uniform() {
     let c = counts(LbPolicy::Random, &[1, 9, 1, 1], 8000);
     assert!(c.iter().all(|&n| n.abs_diff(2000) < 200), "{c:?}");
+}
+
+/// Least request over different weights: idle hosts are picked in proportion to weight, and
+/// requests held open settle in proportion to weight too.
+#[test]
+fn least_request_follows_weights() {
+    let c = counts_released(LbPolicy::LeastRequest, &[1, 3], 8000);
+    // Expected 2000 / 6000; 300 is ~7 standard deviations.
+    assert!(c[0].abs_diff(2000) < 300, "{c:?}");
+    // Nothing released: in flight per unit of weight stays level.
+    let c = counts(LbPolicy::LeastRequest, &[1, 3, 4], 8000);
+    for (got, want) in c.iter().zip([1000, 3000, 4000]) {
+        assert!(got.abs_diff(want) <= 8, "{c:?}");
+    }
+}
+
+fn counts_released(policy: LbPolicy, weights: &[u32], n: u64) -> Vec<u32> {
+    let mut lb = weighed(policy, weights);
+    let md = lb.metadata();
+    let mut counts = vec![0; weights.len()];
+    for i in 0..n {
+        let s = lb
+            .select(&md, i.wrapping_mul(0x2545_f491_4f6c_dd1d))
+            .unwrap();
+        counts[s.host.slot as usize] += 1;
+        lb.release(s.host);
+    }
+    counts
 }
 
 #[test]
