@@ -152,7 +152,8 @@ pub struct SubsetConfig {
     pub selectors: Vec<SubsetSelector>,
     /// When the fallback finds no host (an empty default subset), use any host.
     pub panic_mode_any: bool,
-    /// A host label value with commas is a list: the host belongs to a subset for each element.
+    /// A host label value with commas is a list: the host belongs to a subset for each item
+    /// (spaces around an item trimmed, empty items dropped).
     pub list_as_any: bool,
     /// Request keys beyond those of a selector are ignored: the first selector (in order) whose
     /// keys the request all has decides the subset.

@@ -134,7 +134,7 @@ impl SubsetLb {
                 None => ids.push(u32::MAX),
             };
             match self.options.list_as_any {
-                true => v.split(',').for_each(&mut push),
+                true => super::list_items(v).for_each(&mut push),
                 false => push(v),
             }
         }

@@ -15,7 +15,7 @@ use super::records::Records;
 use super::slot::Slot;
 use super::subsets::Subsets;
 use super::table::Table;
-use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
+use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
 use crate::hosttable::{
     HostView, MAX_HOSTS, host_but_labels, label_fits, plain_addresses, validate_config,
 };
@@ -214,7 +214,7 @@ impl SubsetLb {
             previous = Some(key);
             position += 1;
             if list_as_any {
-                kvs.extend(v.split(',').map(|item| interner.intern_kv(key, item)));
+                kvs.extend(list_items(v).map(|item| interner.intern_kv(key, item)));
             } else {
                 kvs.push(interner.intern_kv(key, v));
             }

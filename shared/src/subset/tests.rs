@@ -17,7 +17,7 @@ use reference::{Reference, Request};
 
 const KEYS: [&str; 4] = ["a", "b", "c", "d"];
 /// Values of host labels; "1,2" is a list under `list_as_any` and a plain value otherwise.
-const VALUES: [&str; 5] = ["1", "2", "3", "1,2", "2,3"];
+const VALUES: [&str; 6] = ["1", "2", "3", "1,2", "2,3", " 1, 3,"];
 
 pub(super) fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
     prop::collection::btree_map(

@@ -373,11 +373,9 @@ fn a_subset_of_one_unhealthy_host_picks_as_a_set_would() {
 
 #[test]
 fn list_as_any_puts_a_host_in_each_listed_subset() {
-    let hosts = ["zone=a|b", "zone=b"].map(|h| h.replace('|', ";"));
     let mut t = table(&["", ""], config(FallbackPolicy::NoFallback));
     t.hosts[0].labels.insert("zone".into(), "a,b".into());
     t.hosts[1].labels.insert("zone".into(), "b".into());
-    let _ = hosts;
     let mut lb = SubsetLb::build(&t).unwrap();
     // Off: "a,b" is one value.
     assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, BTreeSet::new());
@@ -396,6 +394,19 @@ fn list_as_any_puts_a_host_in_each_listed_subset() {
     lb.remove_host("http://h0").unwrap();
     assert_eq!(lb.stats().subsets_active, 0);
     assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, BTreeSet::new());
+    // Items are trimmed and empty ones dropped, in a build and in a host added later.
+    t.hosts[0].labels.insert("zone".into(), " a , b,,".into());
+    t.hosts[1].labels.insert("zone".into(), ", ".into());
+    let mut lb = SubsetLb::build(&t).unwrap();
+    lb.add_host(Host::new("http://n").with_label("zone", "c ,b"))
+        .unwrap();
+    assert_eq!(picks(&mut lb, &[("zone", "a")], 5).0, set(&["h0"]));
+    assert_eq!(picks(&mut lb, &[("zone", "b")], 20).0, set(&["h0", "n"]));
+    assert_eq!(picks(&mut lb, &[("zone", "c")], 5).0, set(&["n"]));
+    for absent in [" a ", "", " "] {
+        assert_eq!(picks(&mut lb, &[("zone", absent)], 5).0, BTreeSet::new());
+    }
+    assert_eq!(lb.stats().subsets_active, 3);
 }
 
 #[test]

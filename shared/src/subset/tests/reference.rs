@@ -32,7 +32,11 @@ impl Reference<'_> {
     fn values<'h>(&self, host: &'h Host, key: &str) -> Vec<&'h str> {
         match host.labels.get(key) {
             None => Vec::new(),
-            Some(v) if self.config.list_as_any => v.split(',').collect(),
+            Some(v) if self.config.list_as_any => v
+                .split(',')
+                .map(str::trim)
+                .filter(|i| !i.is_empty())
+                .collect(),
             Some(v) => vec![v.as_str()],
         }
     }
