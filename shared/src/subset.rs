@@ -318,11 +318,10 @@ impl SubsetLb {
     fn choose(&mut self, md: &Metadata, entropy: u64, exclude: Option<u32>) -> Option<Selection> {
         self.stats.selections += 1;
         let mut rng = Rng(entropy);
-        let fast = match exclude {
-            None => self.clean_hit(md, &mut rng),
-            Some(_) => None,
+        let chosen = match exclude {
+            None => self.lookup(md, &mut rng),
+            Some(_) => self.with_fallbacks(md, &mut rng, exclude, None),
         };
-        let chosen = fast.or_else(|| self.with_fallbacks(md, &mut rng, exclude));
         match &chosen {
             None => self.stats.no_host += 1,
             Some(s) => {

@@ -14,6 +14,9 @@
 //!   (`HostTable::decode` + `SubsetLb::build_validated`) and now (`SubsetLb::decode`, in place).
 //! - lookup: `select` + `release` with metadata set once (pre-interned), or set from raw
 //!   strings per request, beside MOSN's trie of hash maps over the same strings.
+//! - child policies: pre-interned 4x3 lookups under round robin, weighted and least request,
+//!   every host of weight 1 (even) or of weights 1 to 4 (uneven: round robin takes weighted
+//!   turns, least request draws by weight).
 //! - update: one host removed and added back, and its health toggled, at 100k hosts.
 //! - table change: a new table version with 4, 1% and 5% of the hosts changed (health, labels,
 //!   removed, added: [`changed`]), reaching the worker as a `HostDelta` (decoded and applied in
@@ -28,7 +31,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use edgewise::{HostDelta, HostTable, Metadata, SubsetLb};
+use edgewise::{HostDelta, HostTable, LbPolicy, Metadata, SubsetLb};
 use edgewise_benches::batch::{Config, Sampler, TARGET, fmt_ns};
 use edgewise_benches::subset::{FullScan, SIZES, Scenario, changed, peer_hosts, sorted};
 
@@ -227,6 +230,72 @@ fn pick(lb: &mut SubsetLb, md: &Metadata, entropy: u64) -> usize {
     }
 }
 
+/// Pre-interned 4x3 lookups per child policy, over even and uneven host weights.
+fn policy_row(cfg: &Config, n: usize) {
+    let scenario = Scenario::FourByThree;
+    let base = scenario.table(n, SEED);
+    let requests = scenario.requests(&base, REQUESTS, SEED ^ 1);
+    let cases: [(&'static str, LbPolicy, bool); 6] = [
+        ("rr", LbPolicy::RoundRobin, false),
+        ("rr-uneven", LbPolicy::RoundRobin, true),
+        ("weighted", LbPolicy::Weighted, false),
+        ("weighted-uneven", LbPolicy::Weighted, true),
+        ("lr", LbPolicy::LeastRequest, false),
+        ("lr-uneven", LbPolicy::LeastRequest, true),
+    ];
+    let mut lbs: Vec<(&'static str, SubsetLb, Vec<Metadata>)> = cases
+        .iter()
+        .map(|&(name, policy, uneven)| {
+            let mut table = base.clone();
+            table.subset.child_policy = policy;
+            if uneven {
+                for (i, host) in table.hosts.iter_mut().enumerate() {
+                    host.weight = 1 + (i % 4) as u32;
+                }
+            }
+            let lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
+            let mds = requests
+                .iter()
+                .map(|r| {
+                    let mut md = lb.metadata();
+                    r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+                    md
+                })
+                .collect();
+            (name, lb, mds)
+        })
+        .collect();
+    let mut entropy = 0u64;
+    let mut sampler = Sampler::new(cfg);
+    for _ in 0..cfg.batches {
+        for (name, lb, mds) in &mut lbs {
+            sampler.batch(name, REQUESTS, || {
+                let mut sum = 0;
+                for md in mds.iter() {
+                    entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                    sum += pick(lb, md, entropy);
+                }
+                sum
+            });
+        }
+    }
+    let m = |name: &str| sampler.median(name).unwrap_or(f64::NAN);
+    let pair = |even: &str, uneven: &str| {
+        format!(
+            "{:>6} {:>6} {:>5.2}x",
+            fmt_ns(m(even)),
+            fmt_ns(m(uneven)),
+            m(uneven) / m(even)
+        )
+    };
+    println!(
+        "4x3     {n:>7}  {}  {}  {}",
+        pair("rr", "rr-uneven"),
+        pair("weighted", "weighted-uneven"),
+        pair("lr", "lr-uneven"),
+    );
+}
+
 fn update_row(cfg: &Config, scenario: Scenario, n: usize, build_ns: f64) {
     let table = scenario.table(n, SEED);
     let mut lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
@@ -354,6 +423,16 @@ fn main() -> ExitCode {
         for &n in &sizes {
             lookup_row(cfg, scenario, n);
         }
+    }
+    println!(
+        "\nchild policies, pre-interned lookups, ns: even = every host of weight 1, uneven = \
+         weights 1 to 4"
+    );
+    println!(
+        "scenario  hosts  round robin even/uneven  weighted even/uneven    least request even/uneven"
+    );
+    for &n in &sizes {
+        policy_row(cfg, n);
     }
     println!("\nupdate      hosts remove/add ns/op  health ns/op  full rebuild / op");
     for scenario in Scenario::ALL {

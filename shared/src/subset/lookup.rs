@@ -12,24 +12,54 @@ enum Target {
     Default,
 }
 
+/// What [`SubsetLb::clean_hit`] found.
+#[derive(Debug)]
+pub(super) enum Fast {
+    /// A host, picked on the fast path.
+    Picked(super::Selection),
+    /// The request's subset, whose set needs the general pick (least request, a weighted
+    /// set, an unhealthy member...): found once, not again by the general path.
+    Found(SetRef),
+    /// Anything else: the general path from the start.
+    Miss,
+}
+
 impl SubsetLb {
-    /// The usual lookup, as `iteration` takes it, without its branches and calls:
-    /// the request names a subset whose set picks without reading a slot. `None`, with nothing
-    /// changed, for every other case (the general path then does it all again).
+    /// A lookup without a host to exclude: the fast path, then the general one from where it
+    /// left off.
     #[inline]
-    pub(super) fn clean_hit(&mut self, md: &Metadata, rng: &mut Rng) -> Option<super::Selection> {
-        if self.options.allow_redundant_keys || md.is_empty() {
-            return None;
+    pub(super) fn lookup(&mut self, md: &Metadata, rng: &mut Rng) -> Option<super::Selection> {
+        match self.clean_hit(md, rng) {
+            Fast::Picked(chosen) => Some(chosen),
+            Fast::Found(set) => self.with_fallbacks(md, rng, None, Some(set)),
+            Fast::Miss => self.with_fallbacks(md, rng, None, None),
         }
-        let slot = match self.find_subset(md)?.get() {
+    }
+
+    /// The usual lookup, as `iteration` takes it, without its branches and calls:
+    /// the request names a subset whose set picks without reading a slot. Otherwise nothing
+    /// is changed (not the stats, not `rng`), and the general path takes over: at the
+    /// subset's set if found.
+    #[inline]
+    pub(super) fn clean_hit(&mut self, md: &Metadata, rng: &mut Rng) -> Fast {
+        if self.options.allow_redundant_keys || md.is_empty() {
+            return Fast::Miss;
+        }
+        let Some(found) = self.find_subset(md) else {
+            return Fast::Miss;
+        };
+        let slot = match found.get() {
             Pool::Set(set) => {
-                let (slots, policy) = (self.slots.len(), self.options.child.policy);
-                self.sets[set as usize].pick_fast(slots, &self.chains, policy, rng)?
+                let policy = self.options.child.policy;
+                self.sets[set as usize].pick_fast(&self.slots, &self.chains, policy, rng)
             }
-            Pool::One(s) => self.slots[s as usize].healthy.then_some(s)?,
+            Pool::One(s) => self.slots[s as usize].healthy.then_some(s),
+        };
+        let Some(slot) = slot else {
+            return Fast::Found(found);
         };
         self.stats.subset_hits += 1;
-        Some(super::Selection {
+        Fast::Picked(super::Selection {
             host: self.id(slot),
             fallback: Fallback::None,
             metadata_fallback: None,
@@ -37,14 +67,16 @@ impl SubsetLb {
         })
     }
 
-    /// The request's own metadata, then each metadata fallback merged over it.
+    /// The request's own metadata (whose subset's set is `found`, if known), then each
+    /// metadata fallback merged over it.
     pub(super) fn with_fallbacks(
         &mut self,
         md: &Metadata,
         rng: &mut Rng,
         exclude: Option<u32>,
+        found: Option<SetRef>,
     ) -> Option<super::Selection> {
-        if let Some(chosen) = self.iteration(md, rng, exclude) {
+        if let Some(chosen) = self.iteration(md, rng, exclude, found) {
             return Some(chosen);
         }
         for i in 0..self.metadata_fallbacks.len() {
@@ -52,7 +84,7 @@ impl SubsetLb {
             for &(k, kv) in self.metadata_fallbacks[i].pairs() {
                 merged.set_ids(k, kv);
             }
-            if let Some(mut chosen) = self.iteration(&merged, rng, exclude) {
+            if let Some(mut chosen) = self.iteration(&merged, rng, exclude, None) {
                 chosen.metadata_fallback = Some(i as u8);
                 return Some(chosen);
             }
@@ -60,11 +92,14 @@ impl SubsetLb {
         None
     }
 
+    /// Envoy's `chooseHostIteration`; `found`, the set of `md`'s subset when the fast path
+    /// found it (only without `allow_redundant_keys`, which would cut `md` first).
     fn iteration(
         &mut self,
         md: &Metadata,
         rng: &mut Rng,
         exclude: Option<u32>,
+        found: Option<SetRef>,
     ) -> Option<super::Selection> {
         let cut;
         let md = match self.options.allow_redundant_keys {
@@ -75,7 +110,7 @@ impl SubsetLb {
             false => md,
         };
         if !md.is_empty() {
-            if let Some(set) = self.find_subset(md) {
+            if let Some(set) = found.or_else(|| self.find_subset(md)) {
                 self.stats.subset_hits += 1;
                 return self.pick(Target::Subset(set), Fallback::None, rng, exclude);
             }
@@ -91,7 +126,7 @@ impl SubsetLb {
                     }
                     SelectorFallback::KeysSubset => {
                         let cut = md.only(&selector.keys_subset);
-                        let mut chosen = self.iteration(&cut, rng, exclude)?;
+                        let mut chosen = self.iteration(&cut, rng, exclude, None)?;
                         if chosen.fallback == Fallback::None {
                             chosen.fallback = Fallback::KeysSubset;
                         }

@@ -15,6 +15,9 @@ use crate::LbPolicy;
 mod view;
 mod weights;
 
+#[cfg(test)]
+mod tests;
+
 use view::View;
 use weights::Weights;
 
@@ -323,10 +326,23 @@ impl PickSet {
             return self.pick_single(slots, child, exclude);
         }
         if exclude.is_none()
-            && let Some(slot) = self.pick_clean(slots.len(), chains, child.policy, rng)
+            && let Some(slot) = self.pick_clean(slots, chains, child.policy, rng)
         {
             return Some(Pick { slot, panic: false });
         }
+        self.pick_general(slots, chains, child, rng, exclude)
+    }
+
+    /// The pick over a [`View`], for every case [`PickSet::pick_clean`] declines (and, in
+    /// tests, its model).
+    fn pick_general(
+        &mut self,
+        slots: &[Slot],
+        chains: &[u32],
+        child: Child,
+        rng: &mut Rng,
+        exclude: Option<u32>,
+    ) -> Option<Pick> {
         let panic =
             u64::from(self.healthy) * 100 < u64::from(child.panic_threshold) * u64::from(self.live);
         if !panic && self.healthy == 0 {
@@ -362,7 +378,7 @@ impl PickSet {
     #[inline]
     pub fn pick_fast(
         &mut self,
-        slot_count: usize,
+        slots: &[Slot],
         chains: &[u32],
         policy: LbPolicy,
         rng: &mut Rng,
@@ -370,29 +386,34 @@ impl PickSet {
         if self.live == 0 || self.single {
             return None;
         }
-        self.pick_clean(slot_count, chains, policy, rng)
+        self.pick_clean(slots, chains, policy, rng)
     }
 
-    /// Picks without reading the slots when every member is live and healthy (no tombstone,
-    /// no panic, any member eligible) and, for round robin, weighs the same, as the general
-    /// pick would; `None` to take that one.
+    /// Picks as the general pick would when every member is live and healthy (no tombstone,
+    /// no panic, any member eligible) and weighs the same (random ignores weights, weighted
+    /// round robin takes its turns once the sums are made): no slot read but least request's
+    /// two; `None` to take the general pick.
     /// Always inlined: once the general pick grew (weighted prefix sums) a plain `#[inline]`
     /// was not taken, and the call cost a lookup 8 instructions of 265.
     #[inline(always)]
     fn pick_clean(
         &mut self,
-        slot_count: usize,
+        slots: &[Slot],
         chains: &[u32],
         policy: LbPolicy,
         rng: &mut Rng,
     ) -> Option<u32> {
         let n = match self.all {
-            true => slot_count,
+            true => slots.len(),
             false => self.members.len(),
         };
         if self.live as usize != n || self.healthy != self.live {
             return None;
         }
+        let member = |i: u32| match self.all {
+            true => i,
+            false => self.members.get(chains, i),
+        };
         let i = match policy {
             LbPolicy::RoundRobin if self.weights.even() => {
                 let i = if (self.cursor as usize) < n {
@@ -403,13 +424,21 @@ impl PickSet {
                 self.cursor = i + 1;
                 i
             }
+            // Weighted turns once a pick made the sums.
+            LbPolicy::RoundRobin => self.weights.turn(self.weights.total()?),
             LbPolicy::Random => rng.below(n as u32),
+            // Weighted over even weights keeps its first draw.
+            LbPolicy::Weighted if self.weights.even() => rng.below(n as u32),
+            // The general pick's two draws, each eligible at once.
+            LbPolicy::LeastRequest if self.weights.even() => {
+                let a = member(rng.below(n as u32));
+                let b = member(rng.below(n as u32));
+                let active = |s: u32| slots[s as usize].active;
+                return Some(if active(b) < active(a) { b } else { a });
+            }
             _ => return None,
         };
-        Some(match self.all {
-            true => i,
-            false => self.members.get(chains, i),
-        })
+        Some(member(i))
     }
 
     fn pick_single(&self, slots: &[Slot], child: Child, exclude: Option<u32>) -> Option<Pick> {

@@ -3,6 +3,9 @@
 
 use alloc::vec::Vec;
 
+/// Sums per entry of [`Weights::blocks`]: 64 sums are 8 cache lines.
+const BLOCK: usize = 64;
+
 /// The weights of a set's members.
 #[derive(Debug)]
 pub(in crate::subset) struct Weights {
@@ -16,6 +19,11 @@ pub(in crate::subset) struct Weights {
     /// their health or weights ([`Weights::changed`]). Clearing keeps the capacity: a set
     /// allocates them once, unless it grows.
     sums: Vec<u64>,
+    /// The last sum of each [`BLOCK`] of `sums`: a search reads these (a few KiB, cached
+    /// between picks) and then one block, instead of stepping through every level of `sums`
+    /// (each a cache miss in a large set: weighted round robin at 100k hosts took 158 ns a
+    /// pick by one binary search).
+    blocks: Vec<u64>,
     /// Weighted round robin's point on `0..total`; see [`Weights::turn`].
     point: u64,
     /// What the point moves by each turn: coprime to the total.
@@ -28,6 +36,7 @@ impl Default for Weights {
             max: 0,
             min: u32::MAX,
             sums: Vec::new(),
+            blocks: Vec::new(),
             point: 0,
             stride: 0,
         }
@@ -60,6 +69,12 @@ impl Weights {
     /// A member, its health or its weight changed: the sums no longer hold.
     pub fn changed(&mut self) {
         self.sums.clear();
+        self.blocks.clear();
+    }
+
+    /// The total of the sums, if made and not 0.
+    pub fn total(&self) -> Option<u64> {
+        self.sums.last().copied().filter(|&total| total > 0)
     }
 
     /// The sums over `members` (each as `(live, eligible, weight)`), made if there are none
@@ -80,23 +95,28 @@ impl Weights {
                 sum += if eligible { u64::from(weight) } else { 0 };
                 self.sums.push(sum);
             }
+            let ends = self.sums.chunks(BLOCK).filter_map(|block| block.last());
+            self.blocks.extend(ends);
             (self.max, self.min) = (max, min);
             if sum > 0 {
                 self.point = start(sum);
                 self.stride = stride(sum);
             }
         }
-        self.sums.last().copied().filter(|&total| total > 0)
+        self.total()
     }
 
     /// Heap bytes held, for the memory figures.
     pub fn heap_bytes(&self) -> usize {
-        self.sums.capacity() * size_of::<u64>()
+        (self.sums.capacity() + self.blocks.capacity()) * size_of::<u64>()
     }
 
     /// The member whose span of the sums holds `point` (< the total).
     pub fn member_at(&self, point: u64) -> u32 {
-        self.sums.partition_point(|&sum| sum <= point) as u32
+        let block = self.blocks.partition_point(|&end| end <= point);
+        let start = block * BLOCK;
+        let sums = &self.sums[start..(start + BLOCK).min(self.sums.len())];
+        (start + sums.partition_point(|&sum| sum <= point)) as u32
     }
 
     /// Weighted round robin's member this turn (sums filled, `total` theirs). The point
