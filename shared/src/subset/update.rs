@@ -116,6 +116,11 @@ impl SubsetLb {
         if weight > MAX_WEIGHT {
             return Err(HostTableError::WeightTooLarge { index, weight }.into());
         }
+        // A delta sets the weight of every host it updates: an unchanged one must not drop the
+        // sums (weighted round robin would start its cycle over at a random point).
+        if self.slots[index].weight() == weight {
+            return Ok(());
+        }
         // The bounds widen at once; a weight raised or lowered inside them leaves them loose
         // (picks stay exact) until a weighted pick's sums make them exact again.
         let reweigh = |set: &mut PickSet| {
@@ -126,7 +131,7 @@ impl SubsetLb {
             reweigh(&mut self.sets[set as usize]);
         }
         reweigh(&mut self.any);
-        if let Some((_, set)) = &mut self.default {
+        if let (true, Some((_, set))) = (self.in_default(s), &mut self.default) {
             reweigh(set);
         }
         self.slots[index].set_weight(weight);

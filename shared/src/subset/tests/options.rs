@@ -572,6 +572,28 @@ fn weighted_round_robin_follows_changes() {
     assert_eq!(tally(&mut lb, 40, 0), [10, 10, 10, 10]);
 }
 
+/// Setting a weight a host already has (as a delta does for every host it updates) keeps the
+/// sums and the turn; a weight changed outside the default subset leaves its set's weights
+/// even.
+#[test]
+fn weighted_round_robin_keeps_its_turn_through_unchanged_weights() {
+    let mut lb = weighed(LbPolicy::RoundRobin, &[1, 5, 1, 1]);
+    let before = tally(&mut lb, 3, 0);
+    lb.set_weight("http://h1", 5).unwrap();
+    assert!(lb.any.weights.total().is_some(), "sums kept");
+    // The cycle goes on where it was: 3 + 5 turns close it.
+    let after = tally(&mut lb, 5, 3);
+    let cycle: Vec<u32> = before.iter().zip(&after).map(|(a, b)| a + b).collect();
+    assert_eq!(cycle, [1, 5, 1, 1]);
+
+    let mut config = config(FallbackPolicy::DefaultSubset);
+    config.default_subset = BTreeMap::from([("zone".into(), "a".into())]);
+    let mut lb = SubsetLb::build(&table(&["zone=a", "zone=a", "zone=b"], config)).unwrap();
+    lb.set_weight("http://h2", 2).unwrap();
+    let default = &lb.default.as_ref().unwrap().1;
+    assert!(default.weights.even(), "{:?}", default.weights);
+}
+
 /// A retry under weighted round robin never takes the failed host.
 #[test]
 fn weighted_round_robin_retries_elsewhere() {
