@@ -90,6 +90,17 @@ test("a static table routes each request by its metadata", async () => {
   assert.equal((await labels(mf, 4, { headers: { "x-edgewise-zone": "zz" } })).every((l) => typeof l === "string"), true);
 });
 
+test("host weights count: round robin gives each host of a subset turns by its weight", async () => {
+  const weighted = table({ child_policy: "ROUND_ROBIN" });
+  weighted.hosts[0].weight = 1; // a1
+  weighted.hosts[1].weight = 3; // a2
+  const mf = await worker({ HOST_TABLE: JSON.stringify(weighted) });
+  // The (zone a, stage prod) subset, two cycles of 1 + 3 turns.
+  const seen = await labels(mf, 8, { path: "/echo?stage=prod", headers: { "x-edgewise-zone": "a" } });
+  const count = (label) => seen.filter((l) => l === label).length;
+  assert.deepEqual([count("a1"), count("a2")], [2, 6], `${seen}`);
+});
+
 test("path segments route too", async () => {
   const byService = table({ selectors: [{ keys: ["service"] }], fallback_policy: "NO_FALLBACK" });
   byService.hosts[0].labels.service = "api";
