@@ -195,6 +195,7 @@ pub(super) struct PickSet {
     pub refs: u32,
     pub live: u32,
     pub healthy: u32,
+    /// Bounds of the live members' weights, and the sums weighted picks draw from.
     pub weights: Weights,
     /// single_host_per_subset: only `first` is picked.
     pub single: bool,
