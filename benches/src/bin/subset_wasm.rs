@@ -168,14 +168,7 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
     let table = scenario.table(n, SEED);
     let mut lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
     let requests = scenario.requests(&table, REQUESTS, SEED ^ 1);
-    let mds: Vec<Metadata> = requests
-        .iter()
-        .map(|r| {
-            let mut md = lb.metadata();
-            r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
-            md
-        })
-        .collect();
+    let mds = interned(&lb, &requests);
     let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
     let mut peer = FullScan::grouped(&peer_hosts(&table), &selectors);
     let mut entropy = 0u64;
@@ -220,6 +213,18 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
     );
 }
 
+/// The metadata of each request, set once (pre-interned).
+fn interned(lb: &SubsetLb, requests: &[Vec<(String, String)>]) -> Vec<Metadata> {
+    requests
+        .iter()
+        .map(|r| {
+            let mut md = lb.metadata();
+            r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+            md
+        })
+        .collect()
+}
+
 fn pick(lb: &mut SubsetLb, md: &Metadata, entropy: u64) -> usize {
     match lb.select(md, entropy) {
         Some(s) => {
@@ -254,14 +259,7 @@ fn policy_row(cfg: &Config, n: usize) {
                 }
             }
             let lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
-            let mds = requests
-                .iter()
-                .map(|r| {
-                    let mut md = lb.metadata();
-                    r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
-                    md
-                })
-                .collect();
+            let mds = interned(&lb, &requests);
             (name, lb, mds)
         })
         .collect();

@@ -71,14 +71,7 @@ impl View<'_> {
     /// deadline first schedule then): turns over the prefix sums (see [`Weights::turn`]).
     /// A turn on the excluded host (a retry) takes the next turn.
     pub fn weighted_round_robin(&self, rng: &mut Rng, weights: &mut Weights) -> Option<u32> {
-        let total = self.sums(weights, rng)?;
-        for _ in 0..TRIES {
-            let s = self.at(weights.turn(total));
-            if self.exclude != Some(s) {
-                return Some(s);
-            }
-        }
-        self.draw(rng, |s| u64::from(self.weight(s)))
+        self.take_from_sums(rng, weights, |weights, _, total| weights.turn(total))
     }
 
     pub fn random(&self, rng: &mut Rng) -> Option<u32> {
@@ -111,9 +104,22 @@ impl View<'_> {
     /// then a binary search a draw until the set changes); a draw of the excluded host is
     /// drawn again.
     fn weighted_exact(&self, rng: &mut Rng, weights: &mut Weights) -> Option<u32> {
+        self.take_from_sums(rng, weights, |weights, rng, total| {
+            weights.member_at(rng.below_u64(total))
+        })
+    }
+
+    /// The member `next` takes from the sums (given their total), taken again while it is the
+    /// excluded host; after [`TRIES`], an exact draw over the eligible members.
+    fn take_from_sums(
+        &self,
+        rng: &mut Rng,
+        weights: &mut Weights,
+        mut next: impl FnMut(&mut Weights, &mut Rng, u64) -> u32,
+    ) -> Option<u32> {
         let total = self.sums(weights, rng)?;
         for _ in 0..TRIES {
-            let s = self.at(weights.member_at(rng.below_u64(total)));
+            let s = self.at(next(weights, rng, total));
             if self.exclude != Some(s) {
                 return Some(s);
             }

@@ -500,6 +500,12 @@ fn weighed(policy: LbPolicy, weights: &[u32]) -> SubsetLb {
 /// Picks per slot of `n` requests with entropy from `seed` on (released, but for
 /// least-request, whose counts then grow).
 fn tally(lb: &mut SubsetLb, n: u64, seed: u64) -> Vec<u32> {
+    let release = lb.options.child.policy != LbPolicy::LeastRequest;
+    tally_releasing(lb, n, seed, release)
+}
+
+/// [`tally`], each request released or not as `release` says.
+fn tally_releasing(lb: &mut SubsetLb, n: u64, seed: u64, release: bool) -> Vec<u32> {
     let md = lb.metadata();
     let mut counts = vec![0; lb.len()];
     for i in seed..seed + n {
@@ -507,7 +513,7 @@ fn tally(lb: &mut SubsetLb, n: u64, seed: u64) -> Vec<u32> {
             .select(&md, i.wrapping_mul(0x2545_f491_4f6c_dd1d))
             .unwrap();
         counts[s.host.slot as usize] += 1;
-        if lb.options.child.policy != LbPolicy::LeastRequest {
+        if release {
             lb.release(s.host);
         }
     }
@@ -712,17 +718,7 @@ fn least_request_follows_weights() {
 }
 
 fn counts_released(policy: LbPolicy, weights: &[u32], n: u64) -> Vec<u32> {
-    let mut lb = weighed(policy, weights);
-    let md = lb.metadata();
-    let mut counts = vec![0; weights.len()];
-    for i in 0..n {
-        let s = lb
-            .select(&md, i.wrapping_mul(0x2545_f491_4f6c_dd1d))
-            .unwrap();
-        counts[s.host.slot as usize] += 1;
-        lb.release(s.host);
-    }
-    counts
+    tally_releasing(&mut weighed(policy, weights), n, 0, true)
 }
 
 #[test]
