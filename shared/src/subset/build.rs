@@ -66,21 +66,20 @@ pub(super) fn build<H: HostView>(
     // walk of their own: visiting an archived host's labels was a fifth of a build from bytes.
     let addresses_valid = checks == Checks::All && plain_addresses(hosts);
     for (index, host) in hosts.iter().enumerate() {
-        let hash = lb.hasher.hash_one(host.address());
         let valid = match checks {
             Checks::All => host_but_labels(index, host, addresses_valid).is_ok(),
             Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
-        // One probe both refuses a repeated address and enters a new one (a build fills
-        // slots in order: no slot is free).
-        let s = lb.slots.len() as u32;
-        if !valid || !lb.claim_address(hash, host.address(), s) {
+        if !valid {
             return Err(());
         }
         let (_, labels_fit) = lb.push_record(host);
         if checks == Checks::All && !labels_fit {
             return Err(());
         }
+    }
+    if !lb.claim_addresses() {
+        return Err(());
     }
     let index = Index::new(&lb);
     lb.reserve_subsets(&index);
@@ -238,22 +237,25 @@ impl SubsetLb {
         s
     }
 
-    /// Enters `address` (of hash `hash`) in the address table for slot `s`, whose record
-    /// comes next; false if another slot has it.
-    fn claim_address(&mut self, hash: u64, address: &str, s: u32) -> bool {
-        let (state, records) = (&self.hasher, &self.records);
-        // The rehash (none: the build reserves room first) would read only older records.
-        let same = |&t: &u32| records.address(t) == address;
-        match self
-            .addresses
-            .entry(hash, same, |&t| state.hash_one(records.address(t)))
-        {
-            Entry::Occupied(_) => false,
-            Entry::Vacant(place) => {
-                place.insert(s);
-                true
+    /// Enters the address of every slot in the address table; false if two slots share one.
+    /// A pass of its own over the records, whose addresses lie back to back: interleaved with
+    /// the walk of the hosts, each probe waited on a table line the walk had evicted. Apart,
+    /// builds of 100k hosts took 12-17% less (4x3 and a key unique per host, both variants in
+    /// one process, taking turns).
+    fn claim_addresses(&mut self) -> bool {
+        let (state, records, table) = (&self.hasher, &self.records, &mut self.addresses);
+        (0..self.slots.len() as u32).all(|s| {
+            let address = records.address(s);
+            let same = |&t: &u32| records.address(t) == address;
+            let rehash = |&t: &u32| state.hash_one(records.address(t));
+            match table.entry(state.hash_one(address), same, rehash) {
+                Entry::Occupied(_) => false,
+                Entry::Vacant(place) => {
+                    place.insert(s);
+                    true
+                }
             }
-        }
+        })
     }
 
     /// Stores a host in a new slot (or a free one) with its record, and counts it among all

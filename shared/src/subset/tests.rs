@@ -27,6 +27,22 @@ pub(super) fn labels() -> impl Strategy<Value = BTreeMap<String, String>> {
     )
 }
 
+/// Values from a pool wider than a key's lanes hold, among them long ones of one fingerprint
+/// (same first 8 and last 7 bytes): keys with many values, which move from their lanes to a
+/// hash table of their own during the build.
+fn wide_value() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(&VALUES[..]).prop_map(str::to_string),
+        (0..40u32).prop_map(|i| format!("w{i}")),
+        (0..4u32).prop_map(|i| format!("0123456789-abcdef-{i}-0123456789")),
+    ]
+}
+
+fn wide_labels(max: usize) -> impl Strategy<Value = BTreeMap<String, String>> {
+    let key = prop::sample::select(&KEYS[..]).prop_map(str::to_string);
+    prop::collection::btree_map(key, wide_value(), 0..=max)
+}
+
 pub(super) fn host_parts() -> impl Strategy<Value = (BTreeMap<String, String>, bool, u32)> {
     (labels(), prop::bool::weighted(0.8), 1..5u32)
 }
@@ -346,6 +362,17 @@ proptest! {
         ops in prop::collection::vec(op(), 0..6),
     ) {
         build_and_update(parts, &config, &requests, ops, false);
+    }
+
+    /// Keys with more values than their lanes hold, in the build and in the updates after it.
+    #[test]
+    fn many_valued_keys_agree_with_reference(
+        parts in prop::collection::vec((wide_labels(4), prop::bool::weighted(0.8), 1..5u32), 0..200),
+        config in config(),
+        requests in prop::collection::vec(wide_labels(4), 1..12),
+        ops in prop::collection::vec(op(), 0..8),
+    ) {
+        build_and_update(parts, &config, &requests, ops, true);
     }
 
     /// All hosts healthy and of one weight: sets are counted without reading the slots, and
