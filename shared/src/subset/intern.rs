@@ -21,6 +21,7 @@ use core::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
+use hashbrown::hash_table::Entry;
 
 use super::fingerprint::Fingerprint;
 
@@ -302,15 +303,54 @@ impl Interner {
     #[inline]
     pub(super) fn intern_kv(&mut self, key: u32, value: &str) -> u32 {
         let fp = Fingerprint::of(value);
+        if let Some(table) = self.small.get(key as usize).and_then(|s| s.spilled) {
+            return self.intern_spilled(table, key, fp, value);
+        }
         match self.kv_fp(key, &fp, value) {
             Some(id) => id,
             None => self.insert_new_kv(key, fp, value),
         }
     }
 
-    /// Interns a key=value that [`Interner::kv_fp`] did not find.
+    /// [`Interner::intern_kv`] of a key whose values went to `table`: one probe both finds
+    /// the value and makes its place (a key unique per host brings a new value per host, and
+    /// a second probe to enter it cost its hash again).
+    #[inline(never)]
+    fn intern_spilled(&mut self, table: u32, key: u32, fp: Fingerprint, value: &str) -> u32 {
+        let hash = self.hash(key, &fp, value);
+        let id = self.kv_fps.len() as u32;
+        // Out of `self` while it may grow: its rehash reads the fingerprints.
+        let mut values = core::mem::take(&mut self.values[table as usize]);
+        let this = &*self;
+        let same = |&id: &u32| {
+            this.kv_fps[id as usize].same(&fp) && (fp.is_whole() || this.long_text(id) == value)
+        };
+        let found = match values.entry(hash, same, |&id| this.value_hash(id)) {
+            Entry::Occupied(entry) => Some(*entry.get()),
+            Entry::Vacant(place) => {
+                place.insert(id);
+                None
+            }
+        };
+        self.values[table as usize] = values;
+        found.unwrap_or_else(|| self.push_kv(key, fp, value))
+    }
+
+    /// Interns a key=value that [`Interner::kv_fp`] did not find, of a key whose values are
+    /// in its lanes: moved to a table of their own when the lanes are full.
     #[inline(never)]
     fn insert_new_kv(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
+        let id = self.push_kv(key, fp, value);
+        if !self.small[key as usize].push(fp, id) {
+            let table = self.spill(key);
+            self.insert_value(table, id);
+        }
+        id
+    }
+
+    /// Gives `key`=`value` the next id, with its fingerprint, key and (if long) text; the
+    /// caller enters it where lookups find it.
+    fn push_kv(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
         let id = self.kv_fps.len() as u32;
         self.kv_fps.push(fp);
         self.kv_keys.push(key);
@@ -320,15 +360,6 @@ impl Interner {
             self.long
                 .insert_unique(id_hash(id), long, |l| id_hash(l.id));
         }
-        let small = &mut self.small[key as usize];
-        if small.push(fp, id) {
-            return id;
-        }
-        let table = match small.spilled {
-            Some(table) => table,
-            None => self.spill(key),
-        };
-        self.insert_value(table, id);
         id
     }
 
