@@ -340,6 +340,9 @@ impl Interner {
     /// in its lanes: moved to a table of their own when the lanes are full.
     #[inline(never)]
     fn insert_new_kv(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
+        // A spilled key's values go through `intern_spilled`: spilling again would drop its
+        // table.
+        debug_assert!(self.small[key as usize].spilled.is_none());
         let id = self.push_kv(key, fp, value);
         if !self.small[key as usize].push(fp, id) {
             let table = self.spill(key);

@@ -180,8 +180,16 @@ enum Op {
 }
 
 fn op() -> impl Strategy<Value = Op> {
+    op_with(labels())
+}
+
+/// Updates whose added hosts carry `labels`.
+fn op_with(
+    labels: impl Strategy<Value = BTreeMap<String, String>> + 'static,
+) -> impl Strategy<Value = Op> {
+    let parts = (labels, prop::bool::weighted(0.8), 1..5u32);
     prop_oneof![
-        host_parts().prop_map(Op::Add),
+        parts.prop_map(Op::Add),
         any::<usize>().prop_map(Op::Remove),
         (any::<usize>(), any::<bool>()).prop_map(|(i, h)| Op::Health(i, h)),
         (any::<usize>(), 1..9u32).prop_map(|(i, w)| Op::Weight(i, w)),
@@ -370,7 +378,7 @@ proptest! {
         parts in prop::collection::vec((wide_labels(4), prop::bool::weighted(0.8), 1..5u32), 0..200),
         config in config(),
         requests in prop::collection::vec(wide_labels(4), 1..12),
-        ops in prop::collection::vec(op(), 0..8),
+        ops in prop::collection::vec(op_with(wide_labels(4)), 0..12),
     ) {
         build_and_update(parts, &config, &requests, ops, true);
     }
