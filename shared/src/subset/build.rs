@@ -208,7 +208,7 @@ impl SubsetLb {
         let mut previous: Option<u32> = None;
         host.visit_labels(|k, v| {
             let key = interner.intern_key_at(position, k);
-            let ordered = H::ORDERED || previous.is_none_or(|p| k > interner.key_text(p));
+            let ordered = H::ORDERED || previous.is_none_or(|p| interner.key_precedes(p, key));
             fit &= label_fits(k, v) & ordered;
             previous = Some(key);
             position += 1;

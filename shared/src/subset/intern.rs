@@ -132,6 +132,10 @@ pub(super) struct Interner {
     values: Vec<HashTable<u32>>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
+    /// Per key id below 64, bit `b`: whether [`Interner::key_precedes`] compared it with key
+    /// `b` yet, and the answer.
+    order_known: Vec<u64>,
+    order_less: Vec<u64>,
     /// Values a key may get in the build under way (one per host of the table, a bound):
     /// room made for them in the table of `values` of the first key to spill, so that a key
     /// unique per host does not grow its table by doubling (its rehashes were ~7% of such a build); 0 outside a
@@ -198,6 +202,10 @@ impl Interner {
         let id = self.keys.len() as u32;
         let span = self.push_str(key);
         self.keys.push((fp, span));
+        if id < u64::BITS {
+            self.order_known.push(0);
+            self.order_less.push(0);
+        }
         self.few_keys.push(fp, id);
         self.small.push(Lanes::default());
         let hash = self.hash(u32::MAX, &fp, key);
@@ -215,6 +223,25 @@ impl Interner {
     /// The text of key `key`.
     pub(super) fn key_text(&self, key: u32) -> &str {
         self.str(self.keys[key as usize].1)
+    }
+
+    /// Whether key `a`'s text sorts strictly before key `b`'s. Remembered for pairs of the
+    /// first 64 key ids: a build from an archive checks the order of every host's labels, and
+    /// a string comparison per label (a `memcmp` call) was 6% of a build of 100k hosts from
+    /// the daemon's bytes.
+    #[inline]
+    pub(super) fn key_precedes(&mut self, a: u32, b: u32) -> bool {
+        let (Some(known), Some(bit)) = (self.order_known.get_mut(a as usize), 1u64.checked_shl(b))
+        else {
+            return self.key_text(a) < self.key_text(b);
+        };
+        if *known & bit == 0 {
+            *known |= bit;
+            if self.key_text(a) < self.key_text(b) {
+                self.order_less[a as usize] |= bit;
+            }
+        }
+        self.order_less[a as usize] & bit != 0
     }
 
     /// The id of `key`, the `position`-th label key of a host, interning it if new. Inlined
@@ -439,6 +466,7 @@ impl Interner {
             + self.values.capacity() * size_of::<HashTable<u32>>()
             + values
             + self.recent.capacity() * 4
+            + (self.order_known.capacity() + self.order_less.capacity()) * 8
     }
 }
 
@@ -486,6 +514,24 @@ mod tests {
                 for position in 0..FEW_KEYS + 2 {
                     let found = interner.pair_at(position, k, v);
                     prop_assert_eq!(found, expected, "{:?}={:?} at {}", k, v, position);
+                }
+            }
+        }
+    }
+
+    /// The remembered order of key pairs is the order of their texts, asked once or again,
+    /// past the 64 ids remembered too.
+    #[test]
+    fn key_order_is_the_order_of_the_texts() {
+        let mut interner = Interner::default();
+        let names: Vec<String> = (0..70u32)
+            .map(|i| format!("k{}", i.wrapping_mul(37) % 101))
+            .collect();
+        let ids: Vec<u32> = names.iter().map(|n| interner.intern_key(n)).collect();
+        for _ in 0..2 {
+            for (a, na) in ids.iter().zip(&names) {
+                for (b, nb) in ids.iter().zip(&names) {
+                    assert_eq!(interner.key_precedes(*a, *b), na < nb, "{na} {nb}");
                 }
             }
         }
