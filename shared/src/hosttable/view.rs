@@ -51,7 +51,7 @@ impl HostView for Host {
 }
 
 impl HostView for ArchivedHost {
-    // rkyv checks an archived B-tree's structure, not the order of its keys.
+    // The labels are archived as a vector of entries, in whatever order the encoder wrote.
     const ORDERED: bool = false;
 
     fn address(&self) -> &str {
@@ -71,6 +71,9 @@ impl HostView for ArchivedHost {
     }
 
     fn visit_labels<B>(&self, mut f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B> {
-        self.labels.visit(|k, v| f(k, v))
+        match self.labels.iter().try_for_each(|e| f(&e.key, &e.value)) {
+            ControlFlow::Break(b) => Some(b),
+            ControlFlow::Continue(()) => None,
+        }
     }
 }
