@@ -17,9 +17,8 @@ pub(crate) trait HostView {
     fn weight(&self) -> u32;
     fn healthy(&self) -> bool;
     fn label_count(&self) -> usize;
-    /// Calls `f` on each label in key order until it breaks; returns what it broke with.
-    /// (A visit, not an iterator: rkyv's B-tree iterator allocates its stack, once per host
-    /// and pass.)
+    /// Calls `f` on each label in the stored order (key order, unless an archive was crafted
+    /// otherwise) until it breaks; returns what it broke with.
     fn visit_labels<B>(&self, f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B>;
 }
 
