@@ -6,8 +6,8 @@
 //!
 //! - build: `SubsetLb::build` (build + drop), which validates the table first,
 //!   `HostTable::validate` alone, and `SubsetLb::build_validated` (the index of a table
-//!   validated before: the walk of the hosts without their checks), of each scenario at 8k and 100k hosts beside
-//!   MOSN's full-scan build ([`FullScan`]), which runs `--peer-rounds` times (its 100k builds
+//!   validated before: the walk of the hosts without their checks), of each scenario at 8k
+//!   and 100k hosts beside MOSN's full-scan build ([`FullScan`]), which runs `--peer-rounds` times (its 100k builds
 //!   take seconds; the unique-key scenario's would take minutes and is extrapolated from 8k by
 //!   its O(n^2) cost instead). Retained bytes are measured by a counting global allocator: live
 //!   heap bytes with the load balancer built minus before (the host table itself excluded).

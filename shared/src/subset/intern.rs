@@ -290,14 +290,18 @@ impl Interner {
     #[inline(never)]
     fn kv_slow(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
         let small = self.small.get(key as usize)?;
-        let same = |&id: &u32| {
-            self.kv_fps[id as usize].same(fp) && (fp.is_whole() || self.long_text(id) == value)
-        };
+        let same = |&id: &u32| self.is_value(id, fp, value);
         let Some(table) = small.spilled else {
             return small.iter().map(|(_, id)| id).find(same);
         };
         let hash = self.hash(key, fp, value);
         self.values[table as usize].find(hash, same).copied()
+    }
+
+    /// Whether key=value id `id` has the value of fingerprint `fp` and text `value` (the
+    /// fingerprint decides for a short one).
+    fn is_value(&self, id: u32, fp: &Fingerprint, value: &str) -> bool {
+        self.kv_fps[id as usize].same(fp) && (fp.is_whole() || self.long_text(id) == value)
     }
 
     /// The text of long value `id` (empty for a short one, whose fingerprint identifies it).
@@ -349,9 +353,7 @@ impl Interner {
         // Out of `self` while it may grow: its rehash reads the fingerprints.
         let mut values = core::mem::take(&mut self.values[table as usize]);
         let this = &*self;
-        let same = |&id: &u32| {
-            this.kv_fps[id as usize].same(&fp) && (fp.is_whole() || this.long_text(id) == value)
-        };
+        let same = |&id: &u32| this.is_value(id, &fp, value);
         let found = match values.entry(hash, same, |&id| this.value_hash(id)) {
             Entry::Occupied(entry) => Some(*entry.get()),
             Entry::Vacant(place) => {

@@ -44,7 +44,14 @@ fn wide_labels(max: usize) -> impl Strategy<Value = BTreeMap<String, String>> {
 }
 
 pub(super) fn host_parts() -> impl Strategy<Value = (BTreeMap<String, String>, bool, u32)> {
-    (labels(), prop::bool::weighted(0.8), 1..5u32)
+    host_parts_with(labels())
+}
+
+/// A host's labels (from `labels`), health and weight.
+fn host_parts_with(
+    labels: impl Strategy<Value = BTreeMap<String, String>>,
+) -> impl Strategy<Value = (BTreeMap<String, String>, bool, u32)> {
+    (labels, prop::bool::weighted(0.8), 1..5u32)
 }
 
 pub(super) fn host(
@@ -187,9 +194,8 @@ fn op() -> impl Strategy<Value = Op> {
 fn op_with(
     labels: impl Strategy<Value = BTreeMap<String, String>> + 'static,
 ) -> impl Strategy<Value = Op> {
-    let parts = (labels, prop::bool::weighted(0.8), 1..5u32);
     prop_oneof![
-        parts.prop_map(Op::Add),
+        host_parts_with(labels).prop_map(Op::Add),
         any::<usize>().prop_map(Op::Remove),
         (any::<usize>(), any::<bool>()).prop_map(|(i, h)| Op::Health(i, h)),
         (any::<usize>(), 1..9u32).prop_map(|(i, w)| Op::Weight(i, w)),
@@ -375,7 +381,7 @@ proptest! {
     /// Keys with more values than their lanes hold, in the build and in the updates after it.
     #[test]
     fn many_valued_keys_agree_with_reference(
-        parts in prop::collection::vec((wide_labels(4), prop::bool::weighted(0.8), 1..5u32), 0..200),
+        parts in prop::collection::vec(host_parts_with(wide_labels(4)), 0..200),
         config in config(),
         requests in prop::collection::vec(wide_labels(4), 1..12),
         ops in prop::collection::vec(op_with(wide_labels(4)), 0..12),
