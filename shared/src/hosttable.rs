@@ -31,6 +31,7 @@ mod delta;
 mod error;
 mod validate;
 mod view;
+mod wire;
 
 #[cfg(test)]
 mod tests;
@@ -47,27 +48,17 @@ pub use validate::{
     MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
 pub(crate) use validate::{
-    config as validate_config, host as validate_host, host_but_labels, hosts as validate_hosts,
-    label_fits, plain_addresses,
+    config as validate_config, host as validate_host, host_fits_but_labels,
+    hosts as validate_hosts, label_fits, plain_addresses,
 };
 pub(crate) use view::HostView;
+pub(crate) use wire::Columns;
 
 /// Media type of [`HostTable::encode`]'s bytes, as `GET /v1/hosts` serves them.
 pub const HOST_TABLE_MEDIA_TYPE: &str = "application/x-edgewise-hosts";
 
 /// The upstream hosts and how requests are divided among them.
-#[derive(
-    Debug,
-    Clone,
-    PartialEq,
-    Eq,
-    Default,
-    rkyv::Archive,
-    rkyv::Serialize,
-    rkyv::Deserialize,
-    serde::Serialize,
-    serde::Deserialize,
-)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostTable {
     /// Version of the table: the worker rebuilds its index only when it changes. Optional in
@@ -157,9 +148,15 @@ impl<'a> Aligned<'a> {
         }
     }
 
-    /// The archived table, once rkyv has checked every byte of it.
-    pub(crate) fn access(&self) -> Result<&ArchivedHostTable, HostTableError> {
-        rkyv::access::<ArchivedHostTable, rkyv::rancor::Failure>(self.bytes())
+    /// The archive of type `T`, once rkyv has checked every byte of it.
+    pub(crate) fn access<T>(&self) -> Result<&T, HostTableError>
+    where
+        T: rkyv::Portable
+            + for<'c> rkyv::bytecheck::CheckBytes<
+                rkyv::api::high::HighValidator<'c, rkyv::rancor::Failure>,
+            >,
+    {
+        rkyv::access::<T, rkyv::rancor::Failure>(self.bytes())
             .map_err(|_| HostTableError::Malformed)
     }
 }
@@ -183,28 +180,23 @@ fn default_healthy() -> bool {
 }
 
 impl HostTable {
-    /// The table as rkyv bytes, the body of `GET /v1/hosts`. Validates first, so that nothing
-    /// the worker would refuse is ever served.
+    /// The table's bytes, the body of `GET /v1/hosts` (see [`HOST_TABLE_MEDIA_TYPE`]): a
+    /// header naming the format, then an rkyv archive of the table as columns, each label key
+    /// and key=value pair stored once. Validates first, so that nothing the worker would
+    /// refuse is ever served.
     pub fn encode(&self) -> Result<Vec<u8>, HostTableError> {
         self.validate()?;
-        rkyv::to_bytes::<rkyv::rancor::Failure>(self)
-            .map(|bytes| bytes.into_vec())
-            .map_err(|_| HostTableError::TooLargeToEncode)
+        wire::encode(self)
     }
 
-    /// Reads rkyv bytes made by [`HostTable::encode`]: the archive is checked byte by byte
-    /// (bytecheck) before anything is read from it, then [`HostTable::validate`]d. The load
-    /// balancer reads them without this step: [`SubsetLb::decode`](crate::SubsetLb::decode).
+    /// Reads bytes made by [`HostTable::encode`]: the header, then the archive checked byte by
+    /// byte (bytecheck) and its columns against each other before anything is read from it,
+    /// then the table [`HostTable::validate`]d. The load balancer reads them without this
+    /// step: [`SubsetLb::decode`](crate::SubsetLb::decode).
     pub fn decode(bytes: &[u8]) -> Result<HostTable, HostTableError> {
-        let aligned = Aligned::new(bytes);
-        let archived = aligned.access()?;
-        // The archived hosts and maps, so that keys a `BTreeMap` would silently sort or merge
-        // are refused here as the in-place build refuses them.
-        validate::hosts(&archived.hosts[..])?;
-        validate::archived_config_order(&archived.subset)?;
-        let table = rkyv::deserialize::<HostTable, rkyv::rancor::Failure>(archived)
-            .map_err(|_| HostTableError::Malformed)?;
-        validate::config(&table.subset)?;
+        let aligned = table_archive(bytes)?;
+        let table = Columns::new(aligned.access()?)?.to_table()?;
+        table.validate()?;
         Ok(table)
     }
 
@@ -212,4 +204,15 @@ impl HostTable {
     pub fn validate(&self) -> Result<(), HostTableError> {
         validate::table(self)
     }
+
+    /// [`HostTable::encode`] without the validation, for tests of what decoders refuse.
+    #[cfg(test)]
+    pub(crate) fn encode_unchecked(&self) -> Vec<u8> {
+        wire::encode(self).unwrap()
+    }
+}
+
+/// The archive in a table's bytes, at an address it can be read at.
+pub(crate) fn table_archive(bytes: &[u8]) -> Result<Aligned<'_>, HostTableError> {
+    wire::unframe(&wire::TABLE_MAGIC, bytes).map(Aligned::new)
 }

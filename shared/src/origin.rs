@@ -282,27 +282,35 @@ fn plainly_valid(url: &str) -> bool {
     plain_rest(url).is_some_and(host_port_path)
 }
 
-/// Whether every one of `urls` is [`plainly_valid`] and at most `max_len` bytes long. Two at
+/// Whether every one of `urls` is [`plainly_valid`] and at most `max_len` bytes long. Four at
 /// a time, their scans interleaved: each scan is a chain of loads that wait for each other, so
-/// a second one runs in the first one's shadow (a host table's addresses are alike in
-/// length). `false` leaves the verdicts to [`Origin::check`], one by one.
+/// the others run in its shadow (a host table's addresses are alike in length). `false`
+/// leaves the verdicts to [`Origin::check`], one by one.
 pub(crate) fn all_plainly_valid<'a>(
     mut urls: impl Iterator<Item = &'a str>,
     max_len: usize,
 ) -> bool {
     let rest = |url: &'a str| plain_rest(url).filter(|_| url.len() <= max_len);
     loop {
-        let (a, b) = match (urls.next(), urls.next()) {
-            (Some(a), Some(b)) => (rest(a), rest(b)),
-            (Some(a), None) => return rest(a).is_some_and(host_port_path),
-            (None, _) => return true,
-        };
-        match (a, b) {
-            (Some(a), Some(b)) if host_port_path_pair(a, b) => {}
-            _ => return false,
+        let batch: [Option<&str>; LANES] = core::array::from_fn(|_| urls.next());
+        let rests = batch.map(|url| url.map(rest));
+        match rests {
+            [Some(Some(a)), Some(Some(b)), Some(Some(c)), Some(Some(d))] => {
+                if !host_port_path_lanes([a, b, c, d]) {
+                    return false;
+                }
+            }
+            // The last few, or one that is not `http(s)://` (then the verdict is `false`).
+            tail => {
+                let mut tail = tail.into_iter().flatten();
+                return tail.all(|rest| rest.is_some_and(host_port_path));
+            }
         }
     }
 }
+
+/// Scans [`all_plainly_valid`] interleaves.
+const LANES: usize = 4;
 
 /// What follows `http(s)://` in `url`, if that is how it starts and it is not too long.
 fn plain_rest(url: &str) -> Option<&[u8]> {
@@ -405,15 +413,20 @@ fn host_port_path(rest: &[u8]) -> bool {
     Scan::new(rest).run(0, rest.len()).verdict()
 }
 
-/// [`host_port_path`] of `a` and of `b`, the two scans interleaved.
-fn host_port_path_pair(a: &[u8], b: &[u8]) -> bool {
-    let common = a.len().min(b.len());
-    let (mut x, mut y) = (Scan::new(a), Scan::new(b));
+/// [`host_port_path`] of each of `rests`, their scans interleaved.
+fn host_port_path_lanes(rests: [&[u8]; LANES]) -> bool {
+    let common = rests.iter().map(|r| r.len()).min().unwrap_or(0);
+    let mut scans = rests.map(Scan::new);
     for i in 0..common {
-        x.step(i);
-        y.step(i);
+        for scan in &mut scans {
+            scan.step(i);
+        }
     }
-    x.run(common, a.len()).verdict() && y.run(common, b.len()).verdict()
+    let mut finished = scans.into_iter().map(|s| {
+        let len = s.rest.len();
+        s.run(common, len)
+    });
+    finished.all(|s| s.verdict())
 }
 
 /// A scan of the bytes after `scheme://` by [`STEP`].

@@ -261,21 +261,22 @@ impl SubsetLb {
     }
 
     /// [`SubsetLb::build`] from the bytes of [`HostTable::encode`] (the daemon's
-    /// `GET /v1/hosts`), read in place: the archive is checked (bytecheck), then the hosts are
-    /// validated and indexed straight from it, never deserialized into a [`HostTable`]. The
-    /// table is refused as [`HostTable::decode`] would refuse it.
+    /// `GET /v1/hosts`), read in place: the archive is checked (bytecheck), then its columns,
+    /// then the hosts are validated and indexed straight from it (each distinct label once),
+    /// never deserialized into a [`HostTable`]. The table is refused as [`HostTable::decode`]
+    /// would refuse it.
     pub fn decode(bytes: &[u8]) -> Result<SubsetLb, SubsetError> {
-        let aligned = hosttable::Aligned::new(bytes);
-        let table = aligned.access()?;
-        let config = hosttable::deserialize_config(&table.subset)?;
-        let hosts = &table.hosts[..];
-        build::build(
-            table.version.to_native(),
-            hosts,
-            &config,
-            build::Checks::All,
-        )
-        .map_err(|()| refusal(hosts, &config))
+        let aligned = hosttable::table_archive(bytes)?;
+        let columns = hosttable::Columns::new(aligned.access()?)?;
+        let config = hosttable::deserialize_config(columns.config())?;
+        build::build_columns(&columns, &config).map_err(|()| {
+            // Named by the owned table's validation, so that both decoders say the same.
+            let named = columns.to_table().and_then(|t| t.validate());
+            named
+                .err()
+                .unwrap_or(crate::HostTableError::Malformed)
+                .into()
+        })
     }
 
     /// The version of the table it was built from.

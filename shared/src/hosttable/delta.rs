@@ -13,7 +13,10 @@ use alloc::{string::String, vec::Vec};
 
 use hashbrown::{HashMap, HashSet};
 
-use super::{Aligned, Host, HostTable, HostTableError, MAX_HOSTS, shown, validate};
+use super::{Aligned, Host, HostTable, HostTableError, MAX_HOSTS, shown, validate, wire};
+
+/// The header's magic of a delta.
+const DELTA_MAGIC: [u8; 14] = *b"edgewise/delta";
 
 type Fixed = foldhash::fast::FixedState;
 
@@ -87,22 +90,21 @@ impl HostDelta {
         self.changes() == 0
     }
 
-    /// The delta as rkyv bytes, the body of `GET /v1/hosts` in [`HOST_DELTA_MEDIA_TYPE`].
-    /// Validates first.
+    /// The delta's bytes, the body of `GET /v1/hosts` in [`HOST_DELTA_MEDIA_TYPE`]: a header
+    /// naming the format (as a table's), then an rkyv archive. Validates first.
     pub fn encode(&self) -> Result<Vec<u8>, HostTableError> {
         self.validate()?;
-        rkyv::to_bytes::<rkyv::rancor::Failure>(self)
-            .map(|bytes| bytes.into_vec())
-            .map_err(|_| HostTableError::TooLargeToEncode)
+        let archive = rkyv::to_bytes::<rkyv::rancor::Failure>(self)
+            .map_err(|_| HostTableError::TooLargeToEncode)?;
+        Ok(wire::frame(&DELTA_MAGIC, &archive))
     }
 
-    /// Reads bytes made by [`HostDelta::encode`]: checked byte by byte (bytecheck), then
-    /// [`HostDelta::validate`]d; the upserted hosts are checked archived, where labels a
-    /// `BTreeMap` would silently sort or merge are refused, as a table's are.
+    /// Reads bytes made by [`HostDelta::encode`]: the header, then the archive checked byte by
+    /// byte (bytecheck), then [`HostDelta::validate`]d; the upserted hosts are checked archived,
+    /// where labels a `BTreeMap` would silently sort or merge are refused, as a table's are.
     pub fn decode(bytes: &[u8]) -> Result<HostDelta, HostTableError> {
-        let aligned = Aligned::new(bytes);
-        let archived = rkyv::access::<ArchivedHostDelta, rkyv::rancor::Failure>(aligned.bytes())
-            .map_err(|_| HostTableError::Malformed)?;
+        let aligned = Aligned::new(wire::unframe(&DELTA_MAGIC, bytes)?);
+        let archived: &ArchivedHostDelta = aligned.access()?;
         validate::hosts(&archived.upserts[..])?;
         let delta = rkyv::deserialize::<HostDelta, rkyv::rancor::Failure>(archived)
             .map_err(|_| HostTableError::Malformed)?;

@@ -14,6 +14,15 @@ pub enum HostTableError {
     /// The bytes are not an rkyv archive of a host table (truncated, garbage, other schema).
     #[error("host table bytes are not a valid archive (truncated or not a host table)")]
     Malformed,
+    /// The bytes are a host table or delta of another format than this build's (a worker and
+    /// a daemon of different releases).
+    #[error("host table bytes of format {found}, this build reads format {supported}")]
+    UnsupportedFormat {
+        /// The format of the bytes.
+        found: u16,
+        /// The format this build reads.
+        supported: u16,
+    },
     /// The table is too large for the archive format's 32-bit offsets.
     #[error("host table too large to encode")]
     TooLargeToEncode,

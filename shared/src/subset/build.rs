@@ -17,7 +17,8 @@ use super::subsets::Subsets;
 use super::table::Table;
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
 use crate::hosttable::{
-    HostView, MAX_HOSTS, host_but_labels, label_fits, plain_addresses, validate_config,
+    Columns, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, plain_addresses,
+    validate_config,
 };
 use crate::{Host, MAX_WEIGHT, SubsetConfig};
 
@@ -49,62 +50,175 @@ pub(super) fn build<H: HostView>(
     config: &SubsetConfig,
     checks: Checks,
 ) -> Result<SubsetLb, ()> {
-    if hosts.len() > MAX_HOSTS || validate_config(config).is_err() {
-        return Err(());
-    }
-    let mut lb = SubsetLb::configured(version, config);
-    lb.slots.reserve_exact(hosts.len());
     let (text, labels) = hosts.iter().fold((0, 0), |(t, l), h| {
         (t + h.address().len(), l + h.label_count())
     });
-    lb.records.reserve(hosts.len(), text, labels);
+    let mut lb = SubsetLb::started(version, config, hosts.len(), text, labels)?;
     lb.interner.expect_hosts(hosts.len());
-    let (state, records) = (&lb.hasher, &lb.records);
-    lb.addresses
-        .reserve(hosts.len(), |&s| state.hash_one(records.address(s)));
     // Labels (and an archive's label order) are checked as `record` interns them, not in a
     // walk of their own: visiting an archived host's labels was a fifth of a build from bytes.
-    let addresses_valid = checks == Checks::All && plain_addresses(hosts);
-    for (index, host) in hosts.iter().enumerate() {
+    let addresses_valid = checks == Checks::All && plain_addresses(hosts.iter().map(H::address));
+    for host in hosts {
         let valid = match checks {
-            Checks::All => host_but_labels(index, host, addresses_valid).is_ok(),
+            Checks::All => host_fits_but_labels(host, addresses_valid),
             Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
         };
         if !valid {
             return Err(());
         }
-        let (_, labels_fit) = lb.push_record(host);
-        if checks == Checks::All && !labels_fit {
+        let s = lb.push_slot_only(host.weight(), host.healthy());
+        if !lb.record(s, host) && checks == Checks::All {
             return Err(());
         }
     }
-    if !lb.claim_addresses() {
-        return Err(());
+    lb.finish(uniform(hosts))
+}
+
+/// The index of the columns of a table's bytes, or `Err` if the table breaks a rule of
+/// [`HostTable::validate`]. Each key and pair is checked and interned once, then each host's
+/// pairs become key=value ids by position.
+///
+/// [`HostTable::validate`]: crate::HostTable::validate
+pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Result<SubsetLb, ()> {
+    let n = columns.len();
+    let (text, labels) = (columns.address_bytes(), columns.label_count());
+    let mut lb = SubsetLb::started(columns.version(), config, n, text, labels)?;
+    let pairs = Pairs::new(&mut lb, columns);
+    let addresses_valid = plain_addresses(columns.addresses());
+    // Addresses in one copy, not one per host.
+    let text = lb.records.push_text(columns.all_addresses());
+    for host in columns.hosts() {
+        if !host_fits_but_labels(&host, addresses_valid) {
+            return Err(());
+        }
+        let s = lb.push_slot_only(host.weight(), host.healthy());
+        let at = text + host.address_at;
+        let kvs = lb.records.start_at(s, at, host.address().len());
+        if !pairs.extend(kvs, host.labels) {
+            return Err(());
+        }
+        lb.records.seal(s, lb.options.list_as_any);
     }
-    let index = Index::new(&lb);
-    lb.reserve_subsets(&index);
-    let trie = Trie::new(&lb.selectors);
-    let plan = Plan::new(&lb.selectors, lb.options.list_as_any);
-    let mut walk = Walk {
-        chains: Chains::new(plan),
-        lb: &mut lb,
-        index: &index,
-        trie: &trie,
-        path: Vec::new(),
-        dedup: HashTable::new(),
-        uniform: uniform(hosts),
-    };
-    for &root in &trie.roots {
-        walk.node(root, None, Made::default());
+    lb.finish(columns.uniform())
+}
+
+/// The key=value ids of a table's pairs, by position: one per pair, or with `list_as_any`
+/// one per item of its value.
+struct Pairs {
+    /// Pair `p`'s ids are `kvs[starts[p]..starts[p + 1]]`.
+    starts: Vec<u32>,
+    kvs: Vec<u32>,
+    /// Whether pair `p` passes [`label_fits`].
+    fits: Vec<bool>,
+}
+
+impl Pairs {
+    fn new(lb: &mut SubsetLb, columns: &Columns<'_>) -> Pairs {
+        let (interner, list_as_any) = (&mut lb.interner, lb.options.list_as_any);
+        let keys: Vec<(u32, &str)> = columns
+            .keys()
+            .map(|k| (interner.intern_key(k), k))
+            .collect();
+        let mut pairs = Pairs {
+            starts: vec![0],
+            kvs: Vec::new(),
+            fits: Vec::new(),
+        };
+        interner.expect_hosts(pairs_hint(columns));
+        for (key, value) in columns.pairs() {
+            let (id, text) = keys[key];
+            pairs.fits.push(label_fits(text, value));
+            if list_as_any {
+                let items = list_items(value).map(|item| interner.intern_kv(id, item));
+                pairs.kvs.extend(items);
+            } else {
+                pairs.kvs.push(interner.intern_kv(id, value));
+            }
+            pairs.starts.push(pairs.kvs.len() as u32);
+        }
+        pairs
     }
-    lb.build_default(&index);
-    // The buffers grew by doubling; a table is built once and kept.
-    lb.sets.shrink_to_fit();
-    lb.chains.shrink_to_fit();
-    lb.interner.shrink_to_fit();
-    lb.subset_table.shrink_to_fit();
-    lb.subsets.shrink_to_fit();
-    Ok(lb)
+}
+
+impl Pairs {
+    /// Pushes the key=value ids of the pairs at positions `labels` onto `kvs`; returns whether
+    /// every pair fits the length rules.
+    fn extend(&self, kvs: &mut Vec<u32>, labels: &[rkyv::Archived<u32>]) -> bool {
+        let mut fit = true;
+        for p in labels {
+            let p = p.to_native() as usize;
+            fit &= self.fits[p];
+            let (a, b) = (self.starts[p] as usize, self.starts[p + 1] as usize);
+            // One id but for a list: `extend_from_slice` calls `memcpy` for 4 bytes.
+            match b - a {
+                1 => kvs.push(self.kvs[a]),
+                _ => kvs.extend_from_slice(&self.kvs[a..b]),
+            }
+        }
+        fit
+    }
+}
+
+/// Room for a spilled key's values: no more than pairs or hosts.
+fn pairs_hint(columns: &Columns<'_>) -> usize {
+    columns.pairs().size_hint().0.min(columns.len())
+}
+
+impl SubsetLb {
+    /// An empty load balancer with the configuration interned and room for `hosts` hosts of
+    /// `text` address bytes and about `labels` labels; `Err` for too many hosts or an invalid
+    /// configuration.
+    fn started(
+        version: u64,
+        config: &SubsetConfig,
+        hosts: usize,
+        text: usize,
+        labels: usize,
+    ) -> Result<SubsetLb, ()> {
+        if hosts > MAX_HOSTS || validate_config(config).is_err() {
+            return Err(());
+        }
+        let mut lb = SubsetLb::configured(version, config);
+        lb.slots.reserve_exact(hosts);
+        lb.records.reserve(hosts, text, labels);
+        let (state, records) = (&lb.hasher, &lb.records);
+        lb.addresses
+            .reserve(hosts, |&s| state.hash_one(records.address(s)));
+        Ok(lb)
+    }
+
+    /// The index of the hosts recorded: addresses claimed, subsets made by the walk of the
+    /// selectors' trie, the default subset; `Err` if two hosts share an address. `uniform` is
+    /// the weight of every host when all are healthy and weigh the same.
+    fn finish(mut self, uniform: Option<u32>) -> Result<SubsetLb, ()> {
+        if !self.claim_addresses() {
+            return Err(());
+        }
+        let index = Index::new(&self);
+        self.reserve_subsets(&index);
+        let trie = Trie::new(&self.selectors);
+        let plan = Plan::new(&self.selectors, self.options.list_as_any);
+        let mut walk = Walk {
+            chains: Chains::new(plan),
+            lb: &mut self,
+            index: &index,
+            trie: &trie,
+            path: Vec::new(),
+            dedup: HashTable::new(),
+            uniform,
+        };
+        for &root in &trie.roots {
+            walk.node(root, None, Made::default());
+        }
+        self.build_default(&index);
+        // The buffers grew by doubling; a table is built once and kept.
+        self.sets.shrink_to_fit();
+        self.chains.shrink_to_fit();
+        self.interner.shrink_to_fit();
+        self.subset_table.shrink_to_fit();
+        self.subsets.shrink_to_fit();
+        Ok(self)
+    }
 }
 
 impl SubsetLb {
@@ -230,7 +344,8 @@ impl SubsetLb {
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
         let hash = self.hasher.hash_one(host.address.as_str());
-        let (s, _) = self.push_record(host);
+        let s = self.push_slot_only(host.weight, host.healthy);
+        self.record(s, host);
         let (state, records) = (&self.hasher, &self.records);
         self.addresses
             .insert_unique(hash, s, |&s| state.hash_one(records.address(s)));
@@ -258,11 +373,10 @@ impl SubsetLb {
         })
     }
 
-    /// Stores a host in a new slot (or a free one) with its record, and counts it among all
-    /// hosts, but not in the address table. Returns the slot and whether the labels fit (see
-    /// [`SubsetLb::record`]).
-    fn push_record<H: HostView>(&mut self, host: &H) -> (u32, bool) {
-        let mut slot = Slot::new(host.weight(), host.healthy());
+    /// Takes a new slot (or a free one) for a host and counts it among all hosts, with neither
+    /// record nor address; returns the slot.
+    fn push_slot_only(&mut self, weight: u32, healthy: bool) -> u32 {
+        let mut slot = Slot::new(weight, healthy);
         let s = match self.free_slots.pop() {
             Some(s) => {
                 slot.generation = self.slots[s as usize].generation.wrapping_add(1);
@@ -274,9 +388,8 @@ impl SubsetLb {
                 (self.slots.len() - 1) as u32
             }
         };
-        let fit = self.record(s, host);
         self.any.add(s, &self.slots);
-        (s, fit)
+        s
     }
 
     /// Room for the subsets the walk will make, as far as the index tells: per selector, the

@@ -49,13 +49,26 @@ impl Records {
     /// returns the id buffer for the caller to push the host's ids onto, then
     /// [`Records::seal`] them.
     pub fn start(&mut self, s: u32, address: &str) -> &mut Vec<u32> {
+        let at = self.push_text(address);
+        self.start_at(s, at, address.len())
+    }
+
+    /// Appends `text` (the addresses of several hosts, for [`Records::start_at`]); returns
+    /// where it starts.
+    pub fn push_text(&mut self, text: &str) -> usize {
+        let at = self.text.len();
+        self.text.push_str(text);
+        at
+    }
+
+    /// [`Records::start`] with an address already pushed: the `len` bytes at `at`.
+    pub fn start_at(&mut self, s: u32, at: usize, len: usize) -> &mut Vec<u32> {
         let span = Span {
-            text: self.text.len(),
+            text: at,
             kvs: self.kvs.len(),
-            text_len: address.len() as u32,
+            text_len: len as u32,
             kvs_len: 0,
         };
-        self.text.push_str(address);
         match self.spans.get_mut(s as usize) {
             Some(old) => *old = span,
             None => self.spans.push(span),

@@ -77,8 +77,18 @@ fn encoding_round_trips_and_damage_is_refused() {
             Err(HostTableError::Malformed)
         );
     }
-    // A host table is not a delta.
-    assert!(HostDelta::decode(&new.encode().unwrap()).is_err());
+    // A host table is not a delta, nor is a delta of another format.
+    assert_eq!(
+        HostDelta::decode(&new.encode().unwrap()),
+        Err(HostTableError::Malformed)
+    );
+    let mut other = bytes.clone();
+    other[14] = 1;
+    let expected = HostTableError::UnsupportedFormat {
+        found: 1,
+        supported: 2,
+    };
+    assert_eq!(HostDelta::decode(&other), Err(expected));
 }
 
 #[test]

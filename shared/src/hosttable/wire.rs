@@ -1,0 +1,404 @@
+//! The bytes of a host table, as `GET /v1/hosts` serves them: columns, with each label key and
+//! each key=value pair stored once per table and hosts naming their pairs by position.
+//!
+//! The worker indexes the table it fetches in place. Archived as hosts with a map of strings
+//! each, 100k hosts of 4 labels were 800k strings for rkyv to check and the build to
+//! fingerprint and intern, most of the build. Here the daemon interns once, when it encodes;
+//! the worker checks and interns one string per distinct key and pair, and reads a host's
+//! labels as integers. Addresses lie back to back in one string, checked as one.
+//!
+//! The bytes start with a 16-byte header, a magic and the format number, so that a worker and
+//! a daemon of different formats refuse each other's bytes by name
+//! ([`HostTableError::UnsupportedFormat`]) instead of as garbage; the rkyv archive follows.
+
+use alloc::{collections::BTreeMap, string::String, vec::Vec};
+
+use hashbrown::HashMap;
+
+use super::config::ArchivedSubsetConfig;
+use super::{Host, HostTable, HostTableError, MAX_HOSTS, SubsetConfig, deserialize_config};
+use crate::hosttable::view::HostView;
+
+/// The format number of tables and deltas this build reads and writes: 1 was an archive of
+/// [`HostTable`] itself, without a header.
+pub(crate) const FORMAT: u16 = 2;
+
+/// The header's magic of a table.
+pub(crate) const TABLE_MAGIC: [u8; 14] = *b"edgewise/hosts";
+
+/// The header's length: it keeps the archive behind it 16-byte aligned.
+const HEADER: usize = 16;
+
+/// A host table as columns.
+#[derive(rkyv::Archive, rkyv::Serialize)]
+pub(crate) struct Wire {
+    version: u64,
+    subset: SubsetConfig,
+    /// Label keys, strictly ascending: a host's keys ascend as their positions do.
+    keys: Vec<String>,
+    /// Per pair, the position of its key in `keys`.
+    pair_keys: Vec<u32>,
+    /// Pair values back to back; pair `p`'s ends at `value_ends[p]`.
+    values: String,
+    value_ends: Vec<u32>,
+    /// Addresses back to back; host `i`'s ends at `address_ends[i]`.
+    addresses: String,
+    address_ends: Vec<u32>,
+    weights: Vec<u32>,
+    healthy: Vec<bool>,
+    /// The pairs of each host, by position, keys ascending; host `i`'s end at `label_ends[i]`.
+    labels: Vec<u32>,
+    label_ends: Vec<u32>,
+}
+
+#[cfg(test)]
+mod tests;
+
+/// `archive` behind a header of `magic` and [`FORMAT`].
+pub(crate) fn frame(magic: &[u8; 14], archive: &[u8]) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(HEADER + archive.len());
+    bytes.extend_from_slice(magic);
+    bytes.extend_from_slice(&FORMAT.to_le_bytes());
+    bytes.extend_from_slice(archive);
+    bytes
+}
+
+/// The archive behind a header of `magic` and [`FORMAT`].
+pub(crate) fn unframe<'a>(magic: &[u8; 14], bytes: &'a [u8]) -> Result<&'a [u8], HostTableError> {
+    let (header, archive) = bytes
+        .split_at_checked(HEADER)
+        .ok_or(HostTableError::Malformed)?;
+    if header[..14] != magic[..] {
+        return Err(HostTableError::Malformed);
+    }
+    match u16::from_le_bytes([header[14], header[15]]) {
+        FORMAT => Ok(archive),
+        found => Err(HostTableError::UnsupportedFormat {
+            found,
+            supported: FORMAT,
+        }),
+    }
+}
+
+/// The framed bytes of `table`, not validated (the caller has, or a test wants them invalid).
+pub(crate) fn encode(table: &HostTable) -> Result<Vec<u8>, HostTableError> {
+    let too_large = |_| HostTableError::TooLargeToEncode;
+    let wire = Wire::new(table).ok_or(HostTableError::TooLargeToEncode)?;
+    let archive = rkyv::to_bytes::<rkyv::rancor::Failure>(&wire).map_err(too_large)?;
+    Ok(frame(&TABLE_MAGIC, &archive))
+}
+
+/// Positions of strings in a dictionary being made.
+type Positions<K> = HashMap<K, u32, foldhash::fast::FixedState>;
+
+impl Wire {
+    /// `None` if an offset does not fit in 32 bits.
+    fn new(table: &HostTable) -> Option<Wire> {
+        let mut keys: Vec<&str> = table
+            .hosts
+            .iter()
+            .flat_map(|h| h.labels.keys().map(String::as_str))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let key_at: Positions<&str> = (0u32..).zip(keys.iter().copied()).map(swap).collect();
+        let mut wire = Wire::empty(table, keys.len());
+        wire.keys.extend(keys.iter().map(|k| String::from(*k)));
+        let mut pair_at: Positions<(u32, &str)> = HashMap::default();
+        for host in &table.hosts {
+            for (k, v) in &host.labels {
+                let pair = (key_at[k.as_str()], v.as_str());
+                let next = wire.pair_keys.len() as u32;
+                let p = *pair_at.entry(pair).or_insert(next);
+                if p == next {
+                    wire.pair_keys.push(pair.0);
+                    wire.values.push_str(v);
+                    wire.value_ends.push(end(&wire.values)?);
+                }
+                wire.labels.push(p);
+            }
+            wire.label_ends.push(u32::try_from(wire.labels.len()).ok()?);
+            wire.addresses.push_str(&host.address);
+            wire.address_ends.push(end(&wire.addresses)?);
+        }
+        Some(wire)
+    }
+
+    fn empty(table: &HostTable, keys: usize) -> Wire {
+        let n = table.hosts.len();
+        let labels: usize = table.hosts.iter().map(|h| h.labels.len()).sum();
+        Wire {
+            version: table.version,
+            subset: table.subset.clone(),
+            keys: Vec::with_capacity(keys),
+            pair_keys: Vec::new(),
+            values: String::new(),
+            value_ends: Vec::new(),
+            addresses: String::with_capacity(table.hosts.iter().map(|h| h.address.len()).sum()),
+            address_ends: Vec::with_capacity(n),
+            weights: table.hosts.iter().map(|h| h.weight).collect(),
+            healthy: table.hosts.iter().map(|h| h.healthy).collect(),
+            labels: Vec::with_capacity(labels),
+            label_ends: Vec::with_capacity(n),
+        }
+    }
+}
+
+fn swap<A, B>((a, b): (A, B)) -> (B, A) {
+    (b, a)
+}
+
+fn end(text: &str) -> Option<u32> {
+    u32::try_from(text.len()).ok()
+}
+
+/// An archived table whose columns agree: every offset in range and on a character boundary,
+/// every position names an entry, keys ascend in the dictionary and in each host. What is left
+/// to check is what [`HostTable::validate`] checks of an owned table.
+pub(crate) struct Columns<'a> {
+    wire: &'a ArchivedWire,
+}
+
+impl<'a> Columns<'a> {
+    /// The columns of the (bytechecked) archive `wire`, if they agree.
+    pub(crate) fn new(wire: &'a ArchivedWire) -> Result<Columns<'a>, HostTableError> {
+        let n = wire.weights.len();
+        if n > MAX_HOSTS {
+            return Err(HostTableError::TooManyHosts(n));
+        }
+        let agree = [
+            wire.address_ends.len(),
+            wire.healthy.len(),
+            wire.label_ends.len(),
+        ]
+        .iter()
+        .all(|&len| len == n)
+            && wire.pair_keys.len() == wire.value_ends.len()
+            && ends_in(&wire.address_ends, &wire.addresses)
+            && ends_in(&wire.value_ends, &wire.values)
+            && ascending(&wire.label_ends, wire.labels.len())
+            && super::validate::ascending(wire.keys.iter().map(|k| k.as_str()))
+            && wire
+                .pair_keys
+                .iter()
+                .all(|k| k.to_native() < wire.keys.len() as u32);
+        if !agree {
+            return Err(HostTableError::Malformed);
+        }
+        let columns = Columns { wire };
+        columns.check_labels()?;
+        Ok(columns)
+    }
+
+    /// Every label names a pair, and a host's keys are strictly ascending.
+    fn check_labels(&self) -> Result<(), HostTableError> {
+        let pairs = &self.wire.pair_keys[..];
+        for index in 0..self.len() {
+            let mut previous = None;
+            for p in self.labels(index) {
+                // Not `ok_or`: it makes (and drops) the error for every label.
+                let Some(key) = pairs.get(p.to_native() as usize) else {
+                    return Err(HostTableError::Malformed);
+                };
+                let key = key.to_native();
+                if previous.is_some_and(|q| q >= key) {
+                    return Err(HostTableError::LabelsOutOfOrder { index });
+                }
+                previous = Some(key);
+            }
+        }
+        Ok(())
+    }
+
+    pub(crate) fn version(&self) -> u64 {
+        self.wire.version.to_native()
+    }
+
+    pub(crate) fn config(&self) -> &'a ArchivedSubsetConfig {
+        &self.wire.subset
+    }
+
+    /// Number of hosts.
+    pub(crate) fn len(&self) -> usize {
+        self.wire.weights.len()
+    }
+
+    /// The hosts, in order.
+    pub(crate) fn hosts(&self) -> impl Iterator<Item = ColumnHost<'a>> {
+        let wire = self.wire;
+        let ends = wire.address_ends.iter().zip(wire.label_ends.iter());
+        let (mut address_at, mut labels_at) = (0, 0);
+        let hosts = ends.zip(wire.weights.iter().zip(wire.healthy.iter()));
+        hosts.map(move |((address_end, labels_end), (weight, &healthy))| {
+            let (address_end, labels_end) = (address_end.to_native(), labels_end.to_native());
+            let host = ColumnHost {
+                wire,
+                address_at: address_at as usize,
+                address: &wire.addresses[address_at as usize..address_end as usize],
+                weight: weight.to_native(),
+                healthy,
+                labels: &wire.labels[labels_at as usize..labels_end as usize],
+            };
+            (address_at, labels_at) = (address_end, labels_end);
+            host
+        })
+    }
+
+    /// The addresses of all hosts, back to back (see [`ColumnHost::address_at`]).
+    pub(crate) fn all_addresses(&self) -> &'a str {
+        &self.wire.addresses
+    }
+
+    /// The addresses, in host order.
+    pub(crate) fn addresses(&self) -> impl Iterator<Item = &'a str> {
+        pieces(&self.wire.addresses, &self.wire.address_ends)
+    }
+
+    /// Bytes of all addresses.
+    pub(crate) fn address_bytes(&self) -> usize {
+        self.wire.addresses.len()
+    }
+
+    /// Labels of all hosts.
+    pub(crate) fn label_count(&self) -> usize {
+        self.wire.labels.len()
+    }
+
+    /// Whether every host is healthy and of the same weight; that weight.
+    pub(crate) fn uniform(&self) -> Option<u32> {
+        let weights = &self.wire.weights[..];
+        let weight = weights.first().map_or(1, |w| w.to_native());
+        let same = weights.iter().all(|w| w.to_native() == weight);
+        (same && self.wire.healthy.iter().all(|&h| h)).then_some(weight)
+    }
+
+    /// The label keys, ascending.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &'a str> {
+        self.wire.keys.iter().map(|k| k.as_str())
+    }
+
+    /// The pairs: each one's key position and value.
+    pub(crate) fn pairs(&self) -> impl Iterator<Item = (usize, &'a str)> {
+        let keys = self.wire.pair_keys.iter().map(|k| k.to_native() as usize);
+        keys.zip(pieces(&self.wire.values, &self.wire.value_ends))
+    }
+
+    /// Pair positions of host `index`'s labels.
+    pub(crate) fn labels(&self, index: usize) -> &'a [rkyv::Archived<u32>] {
+        let ends = &self.wire.label_ends;
+        let start = index.checked_sub(1).map_or(0, |i| ends[i].to_native());
+        &self.wire.labels[start as usize..ends[index].to_native() as usize]
+    }
+
+    /// The table, owned (not validated).
+    pub(crate) fn to_table(&self) -> Result<HostTable, HostTableError> {
+        let subset = deserialize_config(self.config())?;
+        let hosts = self.hosts().map(|h| h.to_host()).collect();
+        Ok(HostTable {
+            version: self.version(),
+            hosts,
+            subset,
+        })
+    }
+}
+
+/// One host of [`Columns`].
+pub(crate) struct ColumnHost<'a> {
+    wire: &'a ArchivedWire,
+    /// Where the address starts in [`Columns::all_addresses`].
+    pub(crate) address_at: usize,
+    address: &'a str,
+    weight: u32,
+    healthy: bool,
+    /// Positions of its pairs.
+    pub(crate) labels: &'a [rkyv::Archived<u32>],
+}
+
+impl<'a> ColumnHost<'a> {
+    fn to_host(&self) -> Host {
+        let mut labels = BTreeMap::new();
+        self.visit_labels(|k, v| {
+            labels.insert(k.into(), v.into());
+            core::ops::ControlFlow::<()>::Continue(())
+        });
+        Host {
+            address: self.address.into(),
+            weight: self.weight,
+            healthy: self.healthy,
+            labels,
+        }
+    }
+}
+
+impl HostView for ColumnHost<'_> {
+    // Checked by `Columns::new`.
+    const ORDERED: bool = true;
+
+    fn address(&self) -> &str {
+        self.address
+    }
+
+    fn weight(&self) -> u32 {
+        self.weight
+    }
+
+    fn healthy(&self) -> bool {
+        self.healthy
+    }
+
+    fn label_count(&self) -> usize {
+        self.labels.len()
+    }
+
+    fn visit_labels<B>(
+        &self,
+        mut f: impl FnMut(&str, &str) -> core::ops::ControlFlow<B>,
+    ) -> Option<B> {
+        let wire = self.wire;
+        let mut pairs = self.labels.iter().map(|p| {
+            let p = p.to_native() as usize;
+            let key = &wire.keys[wire.pair_keys[p].to_native() as usize];
+            (key.as_str(), piece(&wire.values, &wire.value_ends, p))
+        });
+        match pairs.try_for_each(|(k, v)| f(k, v)) {
+            core::ops::ControlFlow::Break(b) => Some(b),
+            core::ops::ControlFlow::Continue(()) => None,
+        }
+    }
+}
+
+/// Whether `ends` never go back and the last is `len` (0 if there are none).
+fn ascending(ends: &[rkyv::Archived<u32>], len: usize) -> bool {
+    let mut last = 0;
+    let monotone = ends.iter().all(|e| {
+        let ok = e.to_native() >= last;
+        last = e.to_native();
+        ok
+    });
+    monotone && last as usize == len
+}
+
+/// [`ascending`], and each end a character boundary of `text`.
+fn ends_in(ends: &[rkyv::Archived<u32>], text: &str) -> bool {
+    ascending(ends, text.len())
+        && ends
+            .iter()
+            .all(|e| text.is_char_boundary(e.to_native() as usize))
+}
+
+/// The `index`-th piece of `text` cut at `ends`.
+fn piece<'a>(text: &'a str, ends: &[rkyv::Archived<u32>], index: usize) -> &'a str {
+    let start = index.checked_sub(1).map_or(0, |i| ends[i].to_native());
+    &text[start as usize..ends[index].to_native() as usize]
+}
+
+/// The pieces of `text` cut at `ends`, in order.
+fn pieces<'a>(text: &'a str, ends: &'a [rkyv::Archived<u32>]) -> impl Iterator<Item = &'a str> {
+    let mut start = 0;
+    ends.iter().map(move |e| {
+        let end = e.to_native() as usize;
+        let piece = &text[start..end];
+        start = end;
+        piece
+    })
+}

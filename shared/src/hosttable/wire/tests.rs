@@ -1,0 +1,159 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use alloc::{vec, vec::Vec};
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::{SubsetError, SubsetLb};
+
+/// Three hosts over keys `a`, `b`, `c`: host 0 has all three, host 1 `a` and `c`, host 2 none.
+fn table() -> HostTable {
+    HostTable {
+        version: 9,
+        hosts: vec![
+            Host::new("http://h0")
+                .with_label("a", "1")
+                .with_label("b", "é")
+                .with_label("c", "3"),
+            Host::new("http://h1")
+                .with_label("a", "1")
+                .with_label("c", "4"),
+            Host::new("http://h2"),
+        ],
+        subset: SubsetConfig::default(),
+    }
+}
+
+/// The bytes of `table()`'s columns once `edit` has changed them.
+fn edited(edit: impl FnOnce(&mut Wire)) -> Vec<u8> {
+    let mut wire = Wire::new(&table()).unwrap();
+    edit(&mut wire);
+    frame(
+        &TABLE_MAGIC,
+        &rkyv::to_bytes::<rkyv::rancor::Failure>(&wire).unwrap(),
+    )
+}
+
+/// Both decoders refuse `bytes` with `expected`.
+fn refused(bytes: &[u8], expected: HostTableError) {
+    assert_eq!(HostTable::decode(bytes), Err(expected.clone()));
+    let built = SubsetLb::decode(bytes).map(|lb| lb.len());
+    assert_eq!(built, Err(SubsetError::Table(expected)));
+}
+
+#[test]
+fn pairs_and_keys_are_stored_once() {
+    let wire = Wire::new(&table()).unwrap();
+    assert_eq!(wire.keys, ["a", "b", "c"]);
+    // a=1 (hosts 0 and 1), b=é, c=3, c=4.
+    assert_eq!(wire.pair_keys, [0, 1, 2, 2]);
+    assert_eq!(wire.values, "1é34");
+    assert_eq!(wire.labels, [0, 1, 2, 0, 3]);
+    assert_eq!(wire.label_ends, [3, 5, 5]);
+    assert_eq!(wire.addresses, "http://h0http://h1http://h2");
+    let bytes = table().encode().unwrap();
+    assert_eq!(HostTable::decode(&bytes).unwrap(), table());
+    assert_eq!(SubsetLb::decode(&bytes).unwrap().len(), 3);
+}
+
+#[test]
+fn header_names_the_format() {
+    let bytes = table().encode().unwrap();
+    assert_eq!(&bytes[..14], b"edgewise/hosts");
+    let mut other = bytes.clone();
+    other[14] = 7;
+    let expected = HostTableError::UnsupportedFormat {
+        found: 7,
+        supported: FORMAT,
+    };
+    refused(&other, expected);
+    other[..14].copy_from_slice(b"edgewise/delta");
+    refused(&other, HostTableError::Malformed);
+    refused(&bytes[16..], HostTableError::Malformed);
+    refused(&bytes[..15], HostTableError::Malformed);
+}
+
+#[test]
+fn labels_out_of_key_order_or_repeating_a_key_are_refused() {
+    let out_of_order = HostTableError::LabelsOutOfOrder { index: 1 };
+    refused(&edited(|w| w.labels.swap(3, 4)), out_of_order.clone());
+    // Host 1 with c=3 and c=4.
+    refused(&edited(|w| w.labels[3] = 2), out_of_order);
+}
+
+#[test]
+fn columns_that_disagree_are_malformed() {
+    let edits: [fn(&mut Wire); 10] = [
+        |w| w.labels[0] = 4,
+        |w| w.pair_keys[0] = 3,
+        |w| {
+            w.weights.pop();
+        },
+        |w| {
+            w.healthy.pop();
+        },
+        |w| {
+            w.value_ends.pop();
+        },
+        // Inside `é`.
+        |w| w.value_ends[1] = 2,
+        |w| w.address_ends[0] = 20,
+        |w| w.address_ends[2] = 26,
+        |w| w.label_ends[2] = 4,
+        |w| w.keys.swap(0, 1),
+    ];
+    for edit in edits {
+        refused(&edited(edit), HostTableError::Malformed);
+    }
+}
+
+#[test]
+fn a_bad_pair_no_host_names_is_not_the_table_s_business() {
+    // As in an owned table, only the labels of hosts are checked.
+    let bytes = edited(|w| {
+        w.pair_keys.push(0);
+        w.values.push_str(&"v".repeat(crate::MAX_VALUE_LEN + 1));
+        w.value_ends.push(w.values.len() as u32);
+    });
+    assert_eq!(HostTable::decode(&bytes).unwrap(), table());
+    assert_eq!(SubsetLb::decode(&bytes).unwrap().len(), 3);
+}
+
+#[test]
+fn a_bad_pair_a_host_names_is_refused_by_name() {
+    let bytes = edited(|w| {
+        w.values = alloc::format!("1é{}4", "3".repeat(crate::MAX_VALUE_LEN + 1));
+        let ends = [1, 3, 3 + crate::MAX_VALUE_LEN as u32 + 1];
+        w.value_ends = ends.into_iter().chain([w.values.len() as u32]).collect();
+    });
+    let expected = HostTableError::ValueTooLong {
+        place: "host 0".into(),
+        key: "c".into(),
+    };
+    refused(&bytes, expected);
+}
+
+fn word() -> impl Strategy<Value = alloc::string::String> {
+    prop::sample::select(vec!["a", "b", "zone", "é", "a,b", ""]).prop_map(Into::into)
+}
+
+proptest! {
+    /// Any table encodes to columns that decode to it.
+    #[test]
+    fn columns_round_trip(
+        hosts in prop::collection::vec(
+            prop::collection::btree_map(word(), word(), 0..4), 0..12),
+        weights in prop::collection::vec(1u32..5, 12),
+    ) {
+        let hosts = hosts.into_iter().enumerate().map(|(i, labels)| Host {
+            weight: weights[i],
+            healthy: i % 3 != 0,
+            labels,
+            ..Host::new(alloc::format!("http://h{i}"))
+        });
+        let table = HostTable { version: 3, hosts: hosts.collect(), ..HostTable::default() };
+        let bytes = table.encode_unchecked();
+        prop_assert_eq!(HostTable::decode(&bytes), table.validate().map(|()| table.clone()));
+    }
+}
