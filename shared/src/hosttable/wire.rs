@@ -190,22 +190,27 @@ impl<'a> Columns<'a> {
         Ok(columns)
     }
 
-    /// Every label names a pair, and a host's keys are strictly ascending.
+    /// Every label names a pair, and a host's keys are strictly ascending. One pass over the
+    /// labels, a host's verdict made at its end: this runs on every table the worker gets.
     fn check_labels(&self) -> Result<(), HostTableError> {
-        let pairs = &self.wire.pair_keys[..];
-        for index in 0..self.len() {
-            let mut previous = None;
-            for p in self.labels(index) {
+        let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
+        let mut start = 0;
+        for (index, end) in self.wire.label_ends.iter().enumerate() {
+            let end = end.to_native() as usize;
+            let (mut previous, mut ascending) = (-1i64, true);
+            for p in &labels[start..end] {
                 // Not `ok_or`: it makes (and drops) the error for every label.
                 let Some(key) = pairs.get(p.to_native() as usize) else {
                     return Err(HostTableError::Malformed);
                 };
-                let key = key.to_native();
-                if previous.is_some_and(|q| q >= key) {
-                    return Err(HostTableError::LabelsOutOfOrder { index });
-                }
-                previous = Some(key);
+                let key = i64::from(key.to_native());
+                ascending &= key > previous;
+                previous = key;
             }
+            if !ascending {
+                return Err(HostTableError::LabelsOutOfOrder { index });
+            }
+            start = end;
         }
         Ok(())
     }
@@ -281,13 +286,6 @@ impl<'a> Columns<'a> {
     pub(crate) fn pairs(&self) -> impl Iterator<Item = (usize, &'a str)> {
         let keys = self.wire.pair_keys.iter().map(|k| k.to_native() as usize);
         keys.zip(pieces(&self.wire.values, &self.wire.value_ends))
-    }
-
-    /// Pair positions of host `index`'s labels.
-    pub(crate) fn labels(&self, index: usize) -> &'a [rkyv::Archived<u32>] {
-        let ends = &self.wire.label_ends;
-        let start = index.checked_sub(1).map_or(0, |i| ends[i].to_native());
-        &self.wire.labels[start as usize..ends[index].to_native() as usize]
     }
 
     /// The table, owned (not validated).
