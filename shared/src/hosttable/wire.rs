@@ -11,7 +11,7 @@
 //! a daemon of different formats refuse each other's bytes by name
 //! ([`HostTableError::UnsupportedFormat`]) instead of as garbage; the rkyv archive follows.
 
-use alloc::{collections::BTreeMap, string::String, vec::Vec};
+use alloc::{collections::BTreeMap, string::String, vec, vec::Vec};
 
 use hashbrown::HashMap;
 
@@ -190,10 +190,14 @@ impl<'a> Columns<'a> {
         Ok(columns)
     }
 
-    /// Every label names a pair, and a host's keys are strictly ascending. One pass over the
-    /// labels, a host's verdict made at its end: this runs on every table the worker gets.
+    /// Every label names a pair, a host's keys are strictly ascending, and every pair is named
+    /// by a host and every key by a pair, as `encode` writes them: an entry no host has would
+    /// be interned in place but not by a build from the decoded table, and the two must route
+    /// alike. One pass over the labels, a host's verdict made at its end: this runs on every
+    /// table the worker gets.
     fn check_labels(&self) -> Result<(), HostTableError> {
         let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
+        let mut named = vec![false; pairs.len()];
         let mut start = 0;
         for (index, end) in self.wire.label_ends.iter().enumerate() {
             let end = end.to_native() as usize;
@@ -203,6 +207,7 @@ impl<'a> Columns<'a> {
                 let Some(key) = pairs.get(p.to_native() as usize) else {
                     return Err(HostTableError::Malformed);
                 };
+                named[p.to_native() as usize] = true;
                 let key = i64::from(key.to_native());
                 ascending &= key > previous;
                 previous = key;
@@ -212,7 +217,14 @@ impl<'a> Columns<'a> {
             }
             start = end;
         }
-        Ok(())
+        let mut keys_named = vec![false; self.wire.keys.len()];
+        pairs
+            .iter()
+            .for_each(|k| keys_named[k.to_native() as usize] = true);
+        match named.iter().chain(&keys_named).all(|&n| n) {
+            true => Ok(()),
+            false => Err(HostTableError::Malformed),
+        }
     }
 
     pub(crate) fn version(&self) -> u64 {
