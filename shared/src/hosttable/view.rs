@@ -42,10 +42,10 @@ impl HostView for Host {
     }
 
     fn visit_labels<B>(&self, mut f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B> {
-        match self.labels.iter().try_for_each(|(k, v)| f(k, v)) {
-            ControlFlow::Break(b) => Some(b),
-            ControlFlow::Continue(()) => None,
-        }
+        self.labels
+            .iter()
+            .try_for_each(|(k, v)| f(k, v))
+            .break_value()
     }
 }
 
@@ -70,9 +70,7 @@ impl HostView for ArchivedHost {
     }
 
     fn visit_labels<B>(&self, mut f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B> {
-        match self.labels.iter().try_for_each(|e| f(&e.key, &e.value)) {
-            ControlFlow::Break(b) => Some(b),
-            ControlFlow::Continue(()) => None,
-        }
+        let mut labels = self.labels.iter();
+        labels.try_for_each(|e| f(&e.key, &e.value)).break_value()
     }
 }

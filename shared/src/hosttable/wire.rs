@@ -370,10 +370,7 @@ impl HostView for ColumnHost<'_> {
             let key = &wire.keys[wire.pair_keys[p].to_native() as usize];
             (key.as_str(), piece(&wire.values, &wire.value_ends, p))
         });
-        match pairs.try_for_each(|(k, v)| f(k, v)) {
-            core::ops::ControlFlow::Break(b) => Some(b),
-            core::ops::ControlFlow::Continue(()) => None,
-        }
+        pairs.try_for_each(|(k, v)| f(k, v)).break_value()
     }
 }
 

@@ -138,9 +138,7 @@ impl Pairs {
         }
         pairs
     }
-}
 
-impl Pairs {
     /// Pushes the key=value ids of the pairs at positions `labels` onto `kvs`; returns whether
     /// every pair fits the length rules.
     fn extend(&self, kvs: &mut Vec<u32>, labels: &[rkyv::Archived<u32>]) -> bool {
