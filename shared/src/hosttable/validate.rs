@@ -119,9 +119,14 @@ fn host_but_labels<H: HostView>(
 /// Whether `host` passes [`host_but_labels`], as a yes or no: the build only needs that, and
 /// making (then dropping) the `Result` cost ~28 instructions a host.
 pub(crate) fn host_fits_but_labels<H: HostView>(host: &H, address_valid: bool) -> bool {
-    (address_valid || address(0, host.address()).is_ok())
+    (address_valid || address_fits(host.address()))
         & (1..=MAX_WEIGHT).contains(&host.weight())
         & (host.label_count() <= MAX_LABELS)
+}
+
+/// Whether an address passes the checks of [`address`], as a yes or no.
+pub(crate) fn address_fits(a: &str) -> bool {
+    address(0, a).is_ok()
 }
 
 /// Whether a label passes the checks of [`label`], as a yes or no: the build only needs that,

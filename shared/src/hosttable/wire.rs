@@ -16,7 +16,10 @@ use alloc::{collections::BTreeMap, string::String, vec, vec::Vec};
 use hashbrown::HashMap;
 
 use super::config::ArchivedSubsetConfig;
-use super::{Host, HostTable, HostTableError, MAX_HOSTS, SubsetConfig, deserialize_config};
+use super::{
+    Host, HostTable, HostTableError, MAX_HOSTS, MAX_LABELS, MAX_WEIGHT, SubsetConfig,
+    deserialize_config,
+};
 use crate::hosttable::view::HostView;
 
 /// The format number of tables and deltas this build reads and writes: 1 was an archive of
@@ -259,6 +262,48 @@ impl<'a> Columns<'a> {
             (address_at, labels_at) = (address_end, labels_end);
             host
         })
+    }
+
+    /// Whether every host passes [`host_fits_but_labels`](super::host_fits_but_labels), checked
+    /// column by column: weights, label counts, addresses.
+    pub(crate) fn hosts_fit_but_labels(&self) -> bool {
+        let weights = self.wire.weights.iter();
+        let weighed = weights.fold(true, |ok, w| ok & (1..=MAX_WEIGHT).contains(&w.to_native()));
+        let mut start = 0;
+        let counted = self.label_ends().fold(true, |ok, end| {
+            // Ends ascend (`Columns::new`).
+            let count = end.wrapping_sub(start);
+            start = end;
+            ok & (count <= MAX_LABELS)
+        });
+        weighed
+            && counted
+            && (super::plain_addresses(self.addresses())
+                || self.addresses().all(super::address_fits))
+    }
+
+    /// Each host's weight and health, in host order.
+    pub(crate) fn slots(&self) -> impl Iterator<Item = (u32, bool)> + 'a {
+        let weights = self.wire.weights.iter().map(|w| w.to_native());
+        weights.zip(self.wire.healthy.iter().copied())
+    }
+
+    /// Where each host's address ends in [`Columns::all_addresses`], in host order.
+    pub(crate) fn address_ends(&self) -> impl Iterator<Item = usize> + 'a {
+        self.wire
+            .address_ends
+            .iter()
+            .map(|e| e.to_native() as usize)
+    }
+
+    /// Where each host's labels end in [`Columns::labels`], in host order.
+    pub(crate) fn label_ends(&self) -> impl Iterator<Item = usize> + 'a {
+        self.wire.label_ends.iter().map(|e| e.to_native() as usize)
+    }
+
+    /// The pair positions of all hosts' labels, back to back.
+    pub(crate) fn labels(&self) -> impl Iterator<Item = usize> + 'a {
+        self.wire.labels.iter().map(|p| p.to_native() as usize)
     }
 
     /// The addresses of all hosts, back to back (see [`ColumnHost::address_at`]).

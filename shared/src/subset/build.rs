@@ -75,8 +75,9 @@ pub(super) fn build<H: HostView>(
 }
 
 /// The index of the columns of a table's bytes, or `Err` if the table breaks a rule of
-/// [`HostTable::validate`]. Each key and pair is checked and interned once, then each host's
-/// pairs become key=value ids by position.
+/// [`HostTable::validate`]. Each key and pair is checked and interned once; the hosts are
+/// checked, given slots and recorded column by column (a pass over their weights, one over
+/// their labels...), not host by host.
 ///
 /// [`HostTable::validate`]: crate::HostTable::validate
 pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Result<SubsetLb, ()> {
@@ -84,20 +85,24 @@ pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Res
     let (text, labels) = (columns.address_bytes(), columns.label_count());
     let mut lb = SubsetLb::started(columns.version(), config, n, text, labels)?;
     let pairs = Pairs::new(&mut lb, columns);
-    let addresses_valid = plain_addresses(columns.addresses());
+    // Every pair is some host's label (`Columns::new`): one that does not fit is a host's.
+    if !pairs.fit || !columns.hosts_fit_but_labels() {
+        return Err(());
+    }
+    lb.push_slots(columns.slots());
     // Addresses in one copy, not one per host.
     let text = lb.records.push_text(columns.all_addresses());
-    for host in columns.hosts() {
-        if !host_fits_but_labels(&host, addresses_valid) {
-            return Err(());
+    if lb.options.list_as_any {
+        for (s, host) in columns.hosts().enumerate() {
+            let at = text + host.address_at;
+            let kvs = lb.records.start_at(s as u32, at, host.address().len());
+            pairs.extend(kvs, host.labels);
+            lb.records.seal(s as u32, true);
         }
-        let s = lb.push_slot_only(host.weight(), host.healthy());
-        let at = text + host.address_at;
-        let kvs = lb.records.start_at(s, at, host.address().len());
-        if !pairs.extend(kvs, host.labels) {
-            return Err(());
-        }
-        lb.records.seal(s, lb.options.list_as_any);
+    } else {
+        // One id per pair: a label's id is its pair's.
+        let kvs = columns.labels().map(|p| pairs.kvs[p]);
+        (lb.records).push_all(text, columns.address_ends(), columns.label_ends(), kvs);
     }
     lb.finish(columns.uniform())
 }
@@ -108,8 +113,8 @@ struct Pairs {
     /// Pair `p`'s ids are `kvs[starts[p]..starts[p + 1]]`.
     starts: Vec<u32>,
     kvs: Vec<u32>,
-    /// Whether pair `p` passes [`label_fits`].
-    fits: Vec<bool>,
+    /// Whether every pair passes [`label_fits`].
+    fit: bool,
 }
 
 impl Pairs {
@@ -122,12 +127,12 @@ impl Pairs {
         let mut pairs = Pairs {
             starts: vec![0],
             kvs: Vec::new(),
-            fits: Vec::new(),
+            fit: true,
         };
         interner.expect_hosts(pairs_hint(columns));
         for (key, value) in columns.pairs() {
             let (id, text) = keys[key];
-            pairs.fits.push(label_fits(text, value));
+            pairs.fit &= label_fits(text, value);
             if list_as_any {
                 let items = list_items(value).map(|item| interner.intern_kv(id, item));
                 pairs.kvs.extend(items);
@@ -139,21 +144,13 @@ impl Pairs {
         pairs
     }
 
-    /// Pushes the key=value ids of the pairs at positions `labels` onto `kvs`; returns whether
-    /// every pair fits the length rules.
-    fn extend(&self, kvs: &mut Vec<u32>, labels: &[rkyv::Archived<u32>]) -> bool {
-        let mut fit = true;
+    /// Pushes the key=value ids of the pairs at positions `labels` onto `kvs`.
+    fn extend(&self, kvs: &mut Vec<u32>, labels: &[rkyv::Archived<u32>]) {
         for p in labels {
             let p = p.to_native() as usize;
-            fit &= self.fits[p];
             let (a, b) = (self.starts[p] as usize, self.starts[p + 1] as usize);
-            // One id but for a list: `extend_from_slice` calls `memcpy` for 4 bytes.
-            match b - a {
-                1 => kvs.push(self.kvs[a]),
-                _ => kvs.extend_from_slice(&self.kvs[a..b]),
-            }
+            kvs.extend_from_slice(&self.kvs[a..b]);
         }
-        fit
     }
 }
 
@@ -371,6 +368,15 @@ impl SubsetLb {
         })
     }
 
+    /// Slots for hosts of `(weight, healthy)`, in order, in a load balancer that has none yet
+    /// (a build's), counted among all hosts.
+    fn push_slots(&mut self, hosts: impl Iterator<Item = (u32, bool)>) {
+        debug_assert!(self.slots.is_empty());
+        let slots = hosts.map(|(weight, healthy)| Slot::new(weight, healthy));
+        self.slots.extend(slots);
+        self.any.count_all(&self.slots);
+    }
+
     /// Takes a new slot (or a free one) for a host and counts it among all hosts, with neither
     /// record nor address; returns the slot.
     fn push_slot_only(&mut self, weight: u32, healthy: bool) -> u32 {
@@ -540,8 +546,19 @@ impl Index {
 /// The bitset of `slots` over `words` words.
 fn bitset(slots: &[u32], words: usize) -> Box<[u64]> {
     let mut bits = vec![0u64; words];
+    // The slots ascend: a word is made in a register and stored once. Or-ing each bit into
+    // memory made every slot wait for the store of the one before (same word).
+    let (mut at, mut word) = (0usize, 0u64);
     for &s in slots {
-        bits[s as usize / 64] |= 1 << (s % 64);
+        let i = s as usize / 64;
+        if i != at {
+            bits[at] |= word;
+            (at, word) = (i, 0);
+        }
+        word |= 1 << (s % 64);
+    }
+    if let Some(last) = bits.get_mut(at) {
+        *last |= word;
     }
     bits.into()
 }

@@ -267,6 +267,13 @@ impl PickSet {
         self.weights.count(slot.weight());
     }
 
+    /// Counts `slots` (live, none a member yet) in the set of all slots.
+    pub fn count_all(&mut self, slots: &[Slot]) {
+        debug_assert!(self.all);
+        slots.iter().for_each(|slot| self.count_in(slot));
+        self.changed();
+    }
+
     /// Adds a live slot (not yet a member).
     pub fn add(&mut self, s: u32, slots: &[Slot]) {
         if !self.all {

@@ -76,6 +76,32 @@ impl Records {
         &mut self.kvs
     }
 
+    /// The records of the next new slots, in order: the addresses pushed at `text` (see
+    /// [`Records::push_text`]) cut at `text_ends`, their ids `kvs` cut at `kv_ends` (ends
+    /// ascending, offsets from `text` and from the first of `kvs`). Ids stay in label order,
+    /// as [`Records::seal`] without dedup leaves them.
+    pub fn push_all(
+        &mut self,
+        text: usize,
+        text_ends: impl Iterator<Item = usize>,
+        kv_ends: impl Iterator<Item = usize>,
+        kvs: impl Iterator<Item = u32>,
+    ) {
+        let (mut text_at, mut kvs_at) = (text, self.kvs.len());
+        let kvs_base = kvs_at;
+        self.kvs.extend(kvs);
+        for (t, k) in text_ends.zip(kv_ends) {
+            let (t, k) = (text + t, kvs_base + k);
+            self.spans.push(Span {
+                text: text_at,
+                kvs: kvs_at,
+                text_len: (t - text_at) as u32,
+                kvs_len: (k - kvs_at) as u32,
+            });
+            (text_at, kvs_at) = (t, k);
+        }
+    }
+
     /// Ends the record of slot `s`: its ids pushed since [`Records::start`]; with `dedup`
     /// (a host's values may repeat: `list_as_any` lists such as `a,b,a`), sorted and with
     /// repeats dropped. Without, ids of distinct labels are distinct and stay in label order.
