@@ -89,6 +89,9 @@ pub(super) struct Chains {
     /// Per key id, each host's rank among the key's values (the value count if it has none);
     /// made once for all chains with that key (empty: not made yet).
     ranks: Vec<Vec<u32>>,
+    /// The hosts grouped by their ranks of every chain key, made at the first sort (`None`
+    /// until then, `Some(None)` if the ranks do not fit a counting sort's buckets).
+    combos: Option<Option<Combos>>,
 }
 
 impl Chains {
@@ -98,6 +101,16 @@ impl Chains {
             plan,
             sorted,
             ranks: Vec::new(),
+            combos: None,
+        }
+    }
+
+    /// [`Chains::new`] that sorts each chain by itself, never by groups, for tests.
+    #[cfg(test)]
+    pub fn ungrouped(plan: Plan) -> Chains {
+        Chains {
+            combos: Some(None),
+            ..Chains::new(plan)
         }
     }
 
@@ -143,13 +156,11 @@ impl Chains {
     /// many keys as fit a counting sort's buckets, appended to `chains`; only the hosts with
     /// its first key, which every selector of the chain has (a rare key makes a short chain).
     fn sort(&mut self, c: usize, hosts: &Index, chains: &mut Vec<u32>) -> Option<Sorted> {
-        let n = hosts.hosts();
         let keys = &self.plan.keys[c];
-        let most = MAX_BITS.max(usize::BITS - n.leading_zeros());
         let (mut shifts, mut total) = (Vec::new(), 0u32);
         for &key in keys {
-            let bits = u32::BITS - (hosts.values(key).len() as u32).leading_zeros();
-            if total + bits > most {
+            let bits = rank_bits(hosts, key);
+            if total + bits > most_bits(hosts) {
                 break;
             }
             total += bits;
@@ -163,41 +174,172 @@ impl Chains {
             used += *shift;
             *shift = total - used;
         }
-        let mut sort_keys = vec![0u32; n];
-        for (&key, &shift) in keys.iter().zip(&shifts) {
-            for (k, &rank) in sort_keys
-                .iter_mut()
-                .zip(ranks_of(&mut self.ranks, key, hosts))
-            {
-                *k |= rank << shift;
-            }
-        }
-        // A counting sort: slots in ascending order within a bucket.
-        let mut starts = vec![0u32; (1 << total) + 1];
-        for &k in &sort_keys {
-            starts[k as usize + 1] += 1;
-        }
-        for b in 0..1 << total {
-            starts[b + 1] += starts[b];
-        }
         // Hosts without the first key sort last, from the first key's missing rank on.
         let cutoff = (hosts.values(keys[0]).len() as u32) << shifts[0];
         let base = u32::try_from(chains.len()).ok()?;
-        chains.resize(chains.len() + starts[cutoff as usize] as usize, 0);
-        let chain = &mut chains[base as usize..];
-        let mut at = starts.clone();
-        for (s, &k) in sort_keys.iter().enumerate() {
-            if k < cutoff {
-                let to = &mut at[k as usize];
-                chain[*to as usize] = s as u32;
-                *to += 1;
-            }
+        if self.combos.is_none() {
+            self.combos = Some(Combos::new(&self.plan, hosts, &mut self.ranks));
         }
+        let starts = match self.combos.as_ref().and_then(Option::as_ref) {
+            Some(combos) => combos.chain(keys, &shifts, total, cutoff, chains),
+            None => {
+                let sort_keys = self.sort_keys(c, &shifts, hosts);
+                counting_sort(&sort_keys, total, cutoff, chains)
+            }
+        };
         Some(Sorted {
             base,
             starts,
             shifts,
         })
+    }
+
+    /// Each host's sort key in chain `c`: its ranks of the chain's first keys at `shifts`.
+    fn sort_keys(&mut self, c: usize, shifts: &[u32], hosts: &Index) -> Vec<u32> {
+        let mut sort_keys = vec![0u32; hosts.hosts()];
+        for (&key, &shift) in self.plan.keys[c].iter().zip(shifts) {
+            let ranks = ranks_of(&mut self.ranks, key, hosts);
+            for (k, &rank) in sort_keys.iter_mut().zip(ranks) {
+                *k |= rank << shift;
+            }
+        }
+        sort_keys
+    }
+}
+
+/// Bits of a key's ranks, its missing rank (the value count) included.
+fn rank_bits(hosts: &Index, key: u32) -> u32 {
+    u32::BITS - (hosts.values(key).len() as u32).leading_zeros()
+}
+
+/// Bits a counting sort's keys may have: [`MAX_BITS`], or as many as the host count has.
+fn most_bits(hosts: &Index) -> u32 {
+    MAX_BITS.max(usize::BITS - hosts.hosts().leading_zeros())
+}
+
+/// Slots `0..` sorted by `sort_keys` (of `total` bits), ascending within a key, appended to
+/// `chains` but for those of keys from `cutoff` on; returns where each key's slots start (one
+/// more at the end).
+fn counting_sort(sort_keys: &[u32], total: u32, cutoff: u32, chains: &mut Vec<u32>) -> Vec<u32> {
+    let mut starts = vec![0u32; (1 << total) + 1];
+    for &k in sort_keys {
+        starts[k as usize + 1] += 1;
+    }
+    for b in 0..1 << total {
+        starts[b + 1] += starts[b];
+    }
+    let base = chains.len();
+    chains.resize(base + starts[cutoff as usize] as usize, 0);
+    let chain = &mut chains[base..];
+    let mut at = starts.clone();
+    for (s, &k) in sort_keys.iter().enumerate() {
+        if k < cutoff {
+            let to = &mut at[k as usize];
+            chain[*to as usize] = s as u32;
+            *to += 1;
+        }
+    }
+    starts
+}
+
+/// The hosts grouped by their ranks of every key of every chain at once, one group per
+/// combination present: a chain's order is then its groups in its key order, copied run by
+/// run. Sorting each chain by its own counting sort took a pass over every host to make its
+/// keys and two more to sort them (the 4 keys x 3 values scheme has 6 chains).
+struct Combos {
+    /// Per key of the chains, its shift in a host's code (its ranks side by side).
+    fields: Vec<(u32, u32)>,
+    /// Slots by code, ascending within a code.
+    order: Vec<u32>,
+    /// Where each code's slots start in `order` (one more at the end).
+    starts: Vec<u32>,
+}
+
+impl Combos {
+    /// The groups of `hosts`, or `None` if all the chains' ranks do not fit a counting sort's
+    /// buckets (a key unique per host).
+    fn new(plan: &Plan, hosts: &Index, ranks: &mut Vec<Vec<u32>>) -> Option<Combos> {
+        let mut fields: Vec<(u32, u32)> = Vec::new();
+        let mut total = 0;
+        for &key in plan.keys.iter().flatten() {
+            if fields.iter().all(|&(k, _)| k != key) {
+                fields.push((key, total));
+                total += rank_bits(hosts, key);
+            }
+        }
+        if total > most_bits(hosts) {
+            return None;
+        }
+        let mut codes = vec![0u32; hosts.hosts()];
+        for &(key, shift) in &fields {
+            for (code, &rank) in codes.iter_mut().zip(ranks_of(ranks, key, hosts)) {
+                *code |= rank << shift;
+            }
+        }
+        let mut order = Vec::new();
+        let starts = counting_sort(&codes, total, 1 << total, &mut order);
+        Some(Combos {
+            fields,
+            order,
+            starts,
+        })
+    }
+
+    /// The chain of `keys` (their sort keys' `shifts`, of `total` bits): its groups appended to `chains` in
+    /// the chain's key order (then by code), those of sort keys from `cutoff` on left out;
+    /// returns where each sort key's slots start, as [`counting_sort`] does.
+    fn chain(
+        &self,
+        keys: &[u32],
+        shifts: &[u32],
+        total: u32,
+        cutoff: u32,
+        chains: &mut Vec<u32>,
+    ) -> Vec<u32> {
+        let fields: Vec<(u32, u32, u32)> = keys
+            .iter()
+            .zip(shifts)
+            .filter_map(|(&key, &to)| {
+                let at = self.fields.iter().position(|&(k, _)| k == key)?;
+                Some((self.fields[at].1, self.width(at), to))
+            })
+            .collect();
+        let mut groups: Vec<(u32, usize)> = (0..self.starts.len() - 1)
+            .filter(|&code| self.starts[code + 1] > self.starts[code])
+            .map(|code| {
+                let key = fields.iter().fold(0, |key, &(from, width, to)| {
+                    key | ((code as u32 >> from) & ((1 << width) - 1)) << to
+                });
+                (key, code)
+            })
+            .collect();
+        groups.sort_unstable();
+        let mut starts = vec![0u32; (1 << total) + 1];
+        for &(key, code) in &groups {
+            starts[key as usize + 1] += self.starts[code + 1] - self.starts[code];
+            if key < cutoff {
+                let group = &self.order[self.starts[code] as usize..self.starts[code + 1] as usize];
+                chains.extend_from_slice(group);
+            }
+        }
+        for b in 0..1 << total {
+            starts[b + 1] += starts[b];
+        }
+        starts
+    }
+
+    /// Bits of field `at`.
+    fn width(&self, at: usize) -> u32 {
+        let end = self
+            .fields
+            .get(at + 1)
+            .map_or(self.total(), |&(_, shift)| shift);
+        end - self.fields[at].1
+    }
+
+    /// Bits of a code.
+    fn total(&self) -> u32 {
+        (self.starts.len() - 1).trailing_zeros()
     }
 }
 

@@ -102,3 +102,115 @@ fn a_host_with_two_values_of_a_key_gets_no_range_of_either() {
     }
     assert!(first.is_none() || second.is_none());
 }
+
+/// An index of hosts with values `0..` of keys `0..` (`None`: the host lacks the key); the
+/// value id of key `k`'s value `v` is `100 * k + v`.
+fn index_of(hosts: &[Vec<Option<u32>>]) -> Index {
+    let keys = hosts.first().map_or(0, Vec::len);
+    let mut starts = vec![0u32];
+    let mut slots = Vec::new();
+    let mut values = vec![Vec::new(); keys];
+    for kv in 0..100 * keys as u32 {
+        let (key, value) = ((kv / 100) as usize, kv % 100);
+        let list = (0..hosts.len() as u32).filter(|&s| hosts[s as usize][key] == Some(value));
+        let before = slots.len();
+        slots.extend(list);
+        if slots.len() > before {
+            values[key].push(kv);
+        }
+        starts.push(slots.len() as u32);
+    }
+    Index {
+        hosts: hosts.len(),
+        starts,
+        slots,
+        bitsets: Vec::new(),
+        values,
+    }
+}
+
+/// Each subset's hosts, by chain, as `chains` puts them: sorted, or `None` for no range.
+fn ranges(
+    chains: &mut Chains,
+    selectors: &[Selector],
+    hosts: &[Vec<Option<u32>>],
+) -> Vec<Option<Vec<u32>>> {
+    let index = index_of(hosts);
+    let mut shared = Vec::new();
+    let mut found = Vec::new();
+    for (i, selector) in selectors.iter().enumerate() {
+        // Every combination of values of the selector's keys some host has.
+        let mut combinations: Vec<Vec<u32>> = hosts
+            .iter()
+            .filter_map(|h| {
+                selector
+                    .keys
+                    .iter()
+                    .map(|&k| h[k as usize])
+                    .collect::<Option<Vec<u32>>>()
+            })
+            .collect();
+        combinations.sort_unstable();
+        combinations.dedup();
+        for values in combinations {
+            let kvs: Vec<u32> = selector
+                .keys
+                .iter()
+                .zip(&values)
+                .map(|(&k, &v)| 100 * k + v)
+                .collect();
+            let members = (0..hosts.len() as u32).filter(|&s| {
+                selector
+                    .keys
+                    .iter()
+                    .zip(&values)
+                    .all(|(&k, &v)| hosts[s as usize][k as usize] == Some(v))
+            });
+            let expected: Vec<u32> = members.collect();
+            let range = chains.range(selector, i as u8, &kvs, expected.len(), &index, &mut shared);
+            let got = range.map(|start| {
+                let mut got = shared[start as usize..start as usize + expected.len()].to_vec();
+                got.sort_unstable();
+                got
+            });
+            if let Some(got) = &got {
+                assert_eq!(got, &expected, "selector {i}, values {values:?}");
+            }
+            found.push(got);
+        }
+    }
+    found
+}
+
+/// Grouping the hosts by every chain's ranks at once gives each subset the hosts a chain
+/// sorted by itself gives it; with too many values to group, each chain is sorted by itself.
+#[test]
+fn grouped_chains_hold_what_chains_sorted_alone_do() {
+    let selectors = all_selectors(3);
+    for values in [3u32, 40] {
+        // Pseudo-random values, some missing: 3 keys of 40 values take 18 bits, too many to
+        // group, and too many for one chain's sort to take every key.
+        let hosts: Vec<Vec<Option<u32>>> = (0..300u32)
+            .map(|s| {
+                (0..3u32)
+                    .map(|k| {
+                        let x = s.wrapping_mul(2654435761).rotate_left(7 * k) % (values + 1);
+                        (x < values).then_some(x)
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut chains = Chains::new(Plan::new(&selectors, false));
+        let grouped = ranges(&mut chains, &selectors, &hosts);
+        assert_eq!(chains.combos.map(|c| c.is_some()), Some(values == 3));
+        let mut chains = Chains::ungrouped(Plan::new(&selectors, false));
+        let alone = ranges(&mut chains, &selectors, &hosts);
+        assert_eq!(grouped, alone, "{values} values");
+        let held = grouped.iter().filter(|r| r.is_some()).count();
+        assert!(
+            held * 2 > grouped.len(),
+            "{values} values: {held} of {} ranges",
+            grouped.len()
+        );
+    }
+}
