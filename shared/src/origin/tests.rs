@@ -1,6 +1,7 @@
 extern crate std;
 
 use alloc::string::String;
+use core::fmt::Write;
 
 use proptest::prelude::*;
 
@@ -135,6 +136,24 @@ fn refuses_unforwardable_targets() {
         o.upstream_url(&long, None),
         err("upstream URL longer than 16 KiB")
     );
+}
+
+/// The one-pass scan decides every port of up to six digits, with and without leading zeros,
+/// as the general check does.
+#[test]
+fn every_port_is_checked_as_the_general_check_does() {
+    let mut url = String::new();
+    for port in 0..200_000u32 {
+        for width in [0, 5] {
+            url.clear();
+            let _ = write!(url, "http://h:{port:0width$}/p");
+            assert_eq!(
+                super::plainly_valid(&url),
+                split_checked(&url).is_ok(),
+                "{url}"
+            );
+        }
+    }
 }
 
 proptest! {
