@@ -249,10 +249,14 @@ fn counting_sort(sort_keys: &[u32], total: u32, cutoff: u32, chains: &mut Vec<u3
 struct Combos {
     /// Per key of the chains, its shift in a host's code (its ranks side by side).
     fields: Vec<(u32, u32)>,
+    /// Bits of a code.
+    total: u32,
     /// Slots by code, ascending within a code.
     order: Vec<u32>,
     /// Where each code's slots start in `order` (one more at the end).
     starts: Vec<u32>,
+    /// The codes some host has, ascending.
+    present: Vec<u32>,
 }
 
 impl Combos {
@@ -278,16 +282,22 @@ impl Combos {
         }
         let mut order = Vec::new();
         let starts = counting_sort(&codes, total, 1 << total, &mut order);
+        let present = (0..1u32 << total)
+            .filter(|&code| starts[code as usize + 1] > starts[code as usize])
+            .collect();
         Some(Combos {
             fields,
+            total,
             order,
             starts,
+            present,
         })
     }
 
-    /// The chain of `keys` (their sort keys' `shifts`, of `total` bits): its groups appended to `chains` in
-    /// the chain's key order (then by code), those of sort keys from `cutoff` on left out;
-    /// returns where each sort key's slots start, as [`counting_sort`] does.
+    /// The chain of `keys` (their sort keys' `shifts`, of `total` bits): its groups appended
+    /// to `chains` in the chain's key order (then by code), those of sort keys from `cutoff`
+    /// on left out; returns where each sort key's slots start, as [`counting_sort`] does.
+    /// Groups are placed by a counting sort of their own: a table may have as many as hosts.
     fn chain(
         &self,
         keys: &[u32],
@@ -296,6 +306,7 @@ impl Combos {
         cutoff: u32,
         chains: &mut Vec<u32>,
     ) -> Vec<u32> {
+        // Per chain key, where its rank lies in a code and goes in the chain's sort key.
         let fields: Vec<(u32, u32, u32)> = keys
             .iter()
             .zip(shifts)
@@ -304,28 +315,38 @@ impl Combos {
                 Some((self.fields[at].1, self.width(at), to))
             })
             .collect();
-        let mut groups: Vec<(u32, usize)> = (0..self.starts.len() - 1)
-            .filter(|&code| self.starts[code + 1] > self.starts[code])
-            .map(|code| {
-                let key = fields.iter().fold(0, |key, &(from, width, to)| {
-                    key | ((code as u32 >> from) & ((1 << width) - 1)) << to
-                });
-                (key, code)
-            })
+        let sort_key = |code: u32| {
+            let ranks = fields
+                .iter()
+                .map(|&(from, width, to)| ((code >> from) & ((1 << width) - 1)) << to);
+            ranks.fold(0, |key, rank| key | rank)
+        };
+        let keyed: Vec<(u32, &[u32])> = (self.present.iter())
+            .map(|&code| (sort_key(code), self.group(code)))
             .collect();
-        groups.sort_unstable();
         let mut starts = vec![0u32; (1 << total) + 1];
-        for &(key, code) in &groups {
-            starts[key as usize + 1] += self.starts[code + 1] - self.starts[code];
-            if key < cutoff {
-                let group = &self.order[self.starts[code] as usize..self.starts[code + 1] as usize];
-                chains.extend_from_slice(group);
-            }
+        for &(key, group) in &keyed {
+            starts[key as usize + 1] += group.len() as u32;
         }
         for b in 0..1 << total {
             starts[b + 1] += starts[b];
         }
+        let base = chains.len();
+        chains.resize(base + starts[cutoff as usize] as usize, 0);
+        let chain = &mut chains[base..];
+        let mut at = starts.clone();
+        for (key, group) in keyed.into_iter().filter(|&(key, _)| key < cutoff) {
+            let to = &mut at[key as usize];
+            chain[*to as usize..][..group.len()].copy_from_slice(group);
+            *to += group.len() as u32;
+        }
         starts
+    }
+
+    /// The slots of `code`.
+    fn group(&self, code: u32) -> &[u32] {
+        let (a, b) = (self.starts[code as usize], self.starts[code as usize + 1]);
+        &self.order[a as usize..b as usize]
     }
 
     /// Bits of field `at`.
@@ -333,13 +354,8 @@ impl Combos {
         let end = self
             .fields
             .get(at + 1)
-            .map_or(self.total(), |&(_, shift)| shift);
+            .map_or(self.total, |&(_, shift)| shift);
         end - self.fields[at].1
-    }
-
-    /// Bits of a code.
-    fn total(&self) -> u32 {
-        (self.starts.len() - 1).trailing_zeros()
     }
 }
 
