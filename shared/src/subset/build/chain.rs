@@ -178,7 +178,7 @@ impl Chains {
         let cutoff = (hosts.values(keys[0]).len() as u32) << shifts[0];
         let base = u32::try_from(chains.len()).ok()?;
         if self.combos.is_none() {
-            self.combos = Some(Combos::new(&self.plan, hosts, &mut self.ranks));
+            self.combos = Some(Combos::new(&self.plan, hosts));
         }
         let starts = match self.combos.as_ref().and_then(Option::as_ref) {
             Some(combos) => combos.chain(keys, &shifts, total, cutoff, chains),
@@ -262,7 +262,7 @@ struct Combos {
 impl Combos {
     /// The groups of `hosts`, or `None` if all the chains' ranks do not fit a counting sort's
     /// buckets (a key unique per host).
-    fn new(plan: &Plan, hosts: &Index, ranks: &mut Vec<Vec<u32>>) -> Option<Combos> {
+    fn new(plan: &Plan, hosts: &Index) -> Option<Combos> {
         let mut fields: Vec<(u32, u32)> = Vec::new();
         let mut total = 0;
         for &key in plan.keys.iter().flatten() {
@@ -274,10 +274,21 @@ impl Combos {
         if total > most_bits(hosts) {
             return None;
         }
-        let mut codes = vec![0u32; hosts.hosts()];
-        for &(key, shift) in &fields {
-            for (code, &rank) in codes.iter_mut().zip(ranks_of(ranks, key, hosts)) {
-                *code |= rank << shift;
+        // Each host's ranks written into its code from the index's lists, over the missing
+        // ranks (as `ranks_of` makes them, the last value of a key a host has twice wins),
+        // without a rank array per key.
+        let missing = fields.iter().fold(0, |code, &(key, shift)| {
+            code | (hosts.values(key).len() as u32) << shift
+        });
+        let mut codes = vec![missing; hosts.hosts()];
+        for (at, &(key, shift)) in fields.iter().enumerate() {
+            let field = ((1u32 << width(&fields, at, total)) - 1) << shift;
+            for (rank, &kv) in hosts.values(key).iter().enumerate() {
+                let rank = (rank as u32) << shift;
+                for &s in hosts.list(kv) {
+                    let code = &mut codes[s as usize];
+                    *code = (*code & !field) | rank;
+                }
             }
         }
         let mut order = Vec::new();
@@ -312,7 +323,8 @@ impl Combos {
             .zip(shifts)
             .filter_map(|(&key, &to)| {
                 let at = self.fields.iter().position(|&(k, _)| k == key)?;
-                Some((self.fields[at].1, self.width(at), to))
+                let width = width(&self.fields, at, self.total);
+                Some((self.fields[at].1, width, to))
             })
             .collect();
         let sort_key = |code: u32| {
@@ -331,14 +343,26 @@ impl Combos {
         for b in 0..1 << total {
             starts[b + 1] += starts[b];
         }
-        let base = chains.len();
-        chains.resize(base + starts[cutoff as usize] as usize, 0);
-        let chain = &mut chains[base..];
-        let mut at = starts.clone();
-        for (key, group) in keyed.into_iter().filter(|&(key, _)| key < cutoff) {
-            let to = &mut at[key as usize];
-            chain[*to as usize..][..group.len()].copy_from_slice(group);
-            *to += group.len() as u32;
+        // The groups in key order by a counting sort of their own, then copied in that order:
+        // placing them in a chain made of zeros first wrote every slot twice.
+        let mut firsts = vec![0u32; (1 << total) + 1];
+        for &(key, _) in &keyed {
+            firsts[key as usize + 1] += 1;
+        }
+        for b in 0..1 << total {
+            firsts[b + 1] += firsts[b];
+        }
+        let mut order = vec![0u32; keyed.len()];
+        for (i, &(key, _)) in keyed.iter().enumerate() {
+            let to = &mut firsts[key as usize];
+            order[*to as usize] = i as u32;
+            *to += 1;
+        }
+        for i in order {
+            let (key, group) = keyed[i as usize];
+            if key < cutoff {
+                chains.extend_from_slice(group);
+            }
         }
         starts
     }
@@ -348,15 +372,12 @@ impl Combos {
         let (a, b) = (self.starts[code as usize], self.starts[code as usize + 1]);
         &self.order[a as usize..b as usize]
     }
+}
 
-    /// Bits of field `at`.
-    fn width(&self, at: usize) -> u32 {
-        let end = self
-            .fields
-            .get(at + 1)
-            .map_or(self.total, |&(_, shift)| shift);
-        end - self.fields[at].1
-    }
+/// Bits of field `at` of `fields` (each a key and its shift, ascending), of `total` in all.
+fn width(fields: &[(u32, u32)], at: usize, total: u32) -> u32 {
+    let end = fields.get(at + 1).map_or(total, |&(_, shift)| shift);
+    end - fields[at].1
 }
 
 /// Each host's rank among `key`'s values, made once (see `Chains::ranks`).
