@@ -736,7 +736,18 @@ struct Made {
 impl<'w> Walk<'w> {
     fn node(&mut self, n: usize, cand: Option<&Cand<'w>>, made: Made) {
         let node = &self.trie.nodes[n];
+        // A selector of one key with nothing below it: each value's subset is its list, and
+        // a value of one host (a key unique per host) is that host's subset, made here
+        // without the general step (~150 instructions a value).
+        let leaf = match (cand, node.ends) {
+            (None, Some(selector)) if node.children.is_empty() => Some(selector),
+            _ => None,
+        };
         for &kv in self.index.values(node.key) {
+            if let (Some(selector), &[s]) = (leaf, self.index.list(kv)) {
+                self.lb.push_subset(selector, &[kv], SetRef::one(s));
+                continue;
+            }
             let next = self.index.intersect(cand, kv);
             let len = next.len();
             if len == 0 {
