@@ -354,18 +354,11 @@ impl SubsetLb {
     /// one process, taking turns).
     fn claim_addresses(&mut self) -> bool {
         let (state, records, table) = (&self.hasher, &self.records, &mut self.addresses);
-        // Hashed in a pass of their own: with every hash known, the probes' loads (of a table
-        // larger than the L1 cache) can start well ahead of the one being made.
-        let slots = 0..self.slots.len() as u32;
-        let hashes: Vec<u64> = slots
-            .clone()
-            .map(|s| state.hash_one(records.address(s)))
-            .collect();
-        slots.zip(hashes).all(|(s, hash)| {
+        (0..self.slots.len() as u32).all(|s| {
             let address = records.address(s);
             let same = |&t: &u32| records.address(t) == address;
             let rehash = |&t: &u32| state.hash_one(records.address(t));
-            match table.entry(hash, same, rehash) {
+            match table.entry(state.hash_one(address), same, rehash) {
                 Entry::Occupied(_) => false,
                 Entry::Vacant(place) => {
                     place.insert(s);
