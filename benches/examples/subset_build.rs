@@ -1,0 +1,65 @@
+//! One subset build, over and over, for profilers: `perf record`, or cachegrind through
+//! `scripts/build-instructions.sh`, which subtracts a run of one round from a run of three to
+//! count the instructions of one build alone (the table's generation and encoding excluded).
+//!
+//!   cargo run --release -p edgewise-benches --example subset_build -- SCENARIO HOSTS ROUNDS [MODE]
+//!
+//! SCENARIO is `4x3`, `mosn` or `unique` (see `edgewise_benches::subset::Scenario`); MODE is
+//! `bytes` (`SubsetLb::decode` of the daemon's bytes, the worker's path; the default), `build`
+//! (`SubsetLb::build`), `validated` (`SubsetLb::build_validated`) or `validate`
+//! (`HostTable::validate`). Prints the median and fastest build to stderr.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use edgewise::SubsetLb;
+use edgewise_benches::subset::Scenario;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let scenario = match args.first().map(String::as_str) {
+        Some("4x3") => Scenario::FourByThree,
+        Some("mosn") => Scenario::Mosn,
+        Some("unique") => Scenario::Unique,
+        _ => return usage(),
+    };
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<usize>().ok());
+    let (Some(hosts), Some(rounds)) = (number(1), number(2).filter(|&r| r > 0)) else {
+        return usage();
+    };
+    let mode = args.get(3).map_or("bytes", String::as_str);
+    let table = scenario.table(hosts, 0x5eed);
+    let Ok(bytes) = table.encode() else {
+        eprintln!("the generated table does not encode");
+        return ExitCode::FAILURE;
+    };
+    let mut times = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let start = Instant::now();
+        let built = match mode {
+            "bytes" => SubsetLb::decode(&bytes).map(|lb| lb.len()).is_ok(),
+            "build" => SubsetLb::build(&table).map(|lb| lb.len()).is_ok(),
+            "validated" => SubsetLb::build_validated(&table).map(|lb| lb.len()).is_ok(),
+            "validate" => table.validate().is_ok(),
+            _ => return usage(),
+        };
+        times.push(start.elapsed().as_secs_f64() * 1e3);
+        if !black_box(built) {
+            eprintln!("the generated table was refused");
+            return ExitCode::FAILURE;
+        }
+    }
+    times.sort_by(f64::total_cmp);
+    eprintln!(
+        "median {:.3} ms min {:.3}",
+        times[times.len() / 2],
+        times[0]
+    );
+    ExitCode::SUCCESS
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: subset_build 4x3|mosn|unique HOSTS ROUNDS [bytes|build|validated|validate]");
+    ExitCode::from(2)
+}
