@@ -5,8 +5,10 @@
 //! of every selector of the chain are one contiguous range of that order. The chain's sets then
 //! share one array of n slots instead of one per selector. All 15 selectors of 4 keys fit in 6
 //! chains (the most selectors of which none nests in another: Dilworth), so the 4 keys × 3
-//! values scheme keeps 6 slots per host instead of 15. A chain costs one counting sort per
-//! build, where each set used to extract its members from a bitset.
+//! values scheme keeps 6 slots per host instead of 15. The hosts are grouped once by their
+//! values of every chain key (`Combos`, one counting sort), and each chain is its groups in its
+//! key order, copied run by run; when all the chains' keys have too many values for that (a key
+//! unique per host), each chain takes a counting sort of its own.
 //!
 //! Chains assume one value per key and host; with `list_as_any` (a host in several subsets of
 //! a selector) every set keeps members of its own, as does a selector whose chain's values
