@@ -12,8 +12,11 @@ source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
 if ! command -v valgrind > /dev/null; then
-  log "installing valgrind"
-  apt-get update -qq && apt-get install -y -qq valgrind > /dev/null
+  log "apt-get install valgrind"
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind
 fi
 # Line tables only: the same code as the release build, with names for cg_annotate; in a target
 # directory of its own, as the changed profile would rebuild the release one.
