@@ -1,6 +1,7 @@
 extern crate std;
 
 use alloc::string::String;
+use alloc::vec::Vec;
 use core::fmt::Write;
 
 use proptest::prelude::*;
@@ -156,6 +157,30 @@ fn every_port_is_checked_as_the_general_check_does() {
     }
 }
 
+/// Each lane of a batch has its say: one bad address among good ones is found wherever it
+/// sits, in a whole batch or among the last few, refused early in its scan or at its end.
+#[test]
+fn one_bad_address_is_found_in_every_lane() {
+    let good = |i: usize| alloc::format!("http://10.0.{}.{}:8080", i / 7, i % 7);
+    let bad = [
+        "http://10.0.0.1:80800",
+        "http://.10.0.0.1",
+        "http://10.0.0.1:8080/?",
+    ];
+    for n in [LANES, 2 * LANES + 3] {
+        let goods: Vec<String> = (0..n).map(good).collect();
+        assert!(all_plainly_valid(goods.iter().map(String::as_str), 2048));
+        for at in 0..n {
+            for bad in bad {
+                let mut urls = goods.clone();
+                urls[at] = bad.into();
+                let urls = urls.iter().map(String::as_str);
+                assert!(!all_plainly_valid(urls, 2048), "{n} {at} {bad}");
+            }
+        }
+    }
+}
+
 proptest! {
     #[test]
     fn parse_never_panics_and_is_idempotent(url in "\\PC{0,64}|(?i:https?)://[a-zA-Z0-9.:\\[\\]@_-]{0,30}(/[ -~]{0,20})?") {
@@ -184,12 +209,17 @@ proptest! {
         prop_assert_eq!(super::plainly_valid(&url), split_checked(&url).is_ok(), "{}", url);
     }
 
-    /// Scans run two at a time decide as they do one at a time, whatever the lengths.
+    /// Scans run several at a time decide as they do one at a time, whatever the lengths:
+    /// batches of mostly plain origins, more than one batch's worth, so that whole batches
+    /// pass as well as fail.
     #[test]
-    fn paired_scans_agree_with_single_ones(
+    fn interleaved_scans_agree_with_single_ones(
         urls in proptest::collection::vec(
-            "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?|\\PC{0,30}",
-            0..7,
+            prop_oneof![
+                9 => "(?i:https?)://[a-z0-9_-]{1,5}(\\.[a-z0-9_-]{1,5}){0,2}(:[1-9][0-9]{0,3})?(/[!-~]{0,10})?",
+                1 => "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?|\\PC{0,30}",
+            ],
+            0..3 * super::LANES,
         ),
         max_len in proptest::sample::select(&[12usize, 24, 2048][..]),
     ) {

@@ -15,7 +15,9 @@ use super::records::Records;
 use super::slot::Slot;
 use super::subsets::Subsets;
 use super::table::Table;
-use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
+use super::{
+    Metadata, Options, Selector, SubsetLb, SubsetStats, address_hash, keys_hash, list_items,
+};
 use crate::hosttable::{
     Columns, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, plain_addresses,
     validate_config,
@@ -178,7 +180,7 @@ impl SubsetLb {
         lb.records.reserve(hosts, text, labels);
         let (state, records) = (&lb.hasher, &lb.records);
         lb.addresses
-            .reserve(hosts, |&s| state.hash_one(records.address(s)));
+            .reserve(hosts, |&s| address_hash(state, records.address(s)));
         Ok(lb)
     }
 
@@ -338,12 +340,12 @@ impl SubsetLb {
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
-        let hash = self.hasher.hash_one(host.address.as_str());
+        let hash = address_hash(&self.hasher, &host.address);
         let s = self.push_slot_only(host.weight, host.healthy);
         self.record(s, host);
         let (state, records) = (&self.hasher, &self.records);
         self.addresses
-            .insert_unique(hash, s, |&s| state.hash_one(records.address(s)));
+            .insert_unique(hash, s, |&s| address_hash(state, records.address(s)));
         s
     }
 
@@ -357,8 +359,8 @@ impl SubsetLb {
         (0..self.slots.len() as u32).all(|s| {
             let address = records.address(s);
             let same = |&t: &u32| records.address(t) == address;
-            let rehash = |&t: &u32| state.hash_one(records.address(t));
-            match table.entry(state.hash_one(address), same, rehash) {
+            let rehash = |&t: &u32| address_hash(state, records.address(t));
+            match table.entry(address_hash(state, address), same, rehash) {
                 Entry::Occupied(_) => false,
                 Entry::Vacant(place) => {
                     place.insert(s);

@@ -1,11 +1,10 @@
 //! Incremental updates: one host added, removed, or changed touches only its own subsets.
 
 use alloc::{vec, vec::Vec};
-use core::hash::BuildHasher;
 
 use super::pickset::{Members, PickSet, Pool, SetRef};
 use super::table::{Hit, array_kv};
-use super::{HostId, SubsetError, SubsetLb};
+use super::{HostId, SubsetError, SubsetLb, address_hash};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
@@ -48,7 +47,7 @@ impl SubsetLb {
         // go of it (dropped, or compacted) in its own time; the last one frees the slot.
         *slot.held_mut() = held;
         self.records.remove(s);
-        let hash = self.hasher.hash_one(address);
+        let hash = address_hash(&self.hasher, address);
         if let Ok(entry) = self.addresses.find_entry(hash, |&x| x == s) {
             entry.remove();
         }
