@@ -120,8 +120,18 @@ fn host_but_labels<H: HostView>(
 /// making (then dropping) the `Result` cost ~28 instructions a host.
 pub(crate) fn host_fits_but_labels<H: HostView>(host: &H, address_valid: bool) -> bool {
     (address_valid || address_fits(host.address()))
-        & (1..=MAX_WEIGHT).contains(&host.weight())
-        & (host.label_count() <= MAX_LABELS)
+        & weight_fits(host.weight())
+        & label_count_fits(host.label_count())
+}
+
+/// Whether a weight passes the checks of [`host_but_labels`]: 1 to [`MAX_WEIGHT`].
+pub(crate) fn weight_fits(weight: u32) -> bool {
+    (1..=MAX_WEIGHT).contains(&weight)
+}
+
+/// Whether a host's label count passes the checks of [`host_but_labels`].
+pub(crate) fn label_count_fits(count: usize) -> bool {
+    count <= MAX_LABELS
 }
 
 /// Whether an address passes the checks of [`address`], as a yes or no.

@@ -16,10 +16,7 @@ use alloc::{collections::BTreeMap, string::String, vec, vec::Vec};
 use hashbrown::HashMap;
 
 use super::config::ArchivedSubsetConfig;
-use super::{
-    Host, HostTable, HostTableError, MAX_HOSTS, MAX_LABELS, MAX_WEIGHT, SubsetConfig,
-    deserialize_config,
-};
+use super::{Host, HostTable, HostTableError, MAX_HOSTS, SubsetConfig, deserialize_config};
 use crate::hosttable::view::HostView;
 
 /// The format number of tables and deltas this build reads and writes: 1 was an archive of
@@ -268,13 +265,13 @@ impl<'a> Columns<'a> {
     /// column by column: weights, label counts, addresses.
     pub(crate) fn hosts_fit_but_labels(&self) -> bool {
         let weights = self.wire.weights.iter();
-        let weighed = weights.fold(true, |ok, w| ok & (1..=MAX_WEIGHT).contains(&w.to_native()));
+        let weighed = weights.fold(true, |ok, w| ok & super::weight_fits(w.to_native()));
         let mut start = 0;
         let counted = self.label_ends().fold(true, |ok, end| {
             // Ends ascend (`Columns::new`).
             let count = end.wrapping_sub(start);
             start = end;
-            ok & (count <= MAX_LABELS)
+            ok & super::label_count_fits(count)
         });
         weighed
             && counted

@@ -20,9 +20,9 @@ use super::{
 };
 use crate::hosttable::{
     Columns, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, plain_addresses,
-    validate_config,
+    validate_config, weight_fits,
 };
-use crate::{Host, MAX_WEIGHT, SubsetConfig};
+use crate::{Host, SubsetConfig};
 
 mod chain;
 
@@ -63,7 +63,7 @@ pub(super) fn build<H: HostView>(
     for host in hosts {
         let valid = match checks {
             Checks::All => host_fits_but_labels(host, addresses_valid),
-            Checks::IndexOnly => (1..=MAX_WEIGHT).contains(&host.weight()),
+            Checks::IndexOnly => weight_fits(host.weight()),
         };
         if !valid {
             return Err(());
