@@ -88,8 +88,18 @@ impl Scenario {
             .collect()
     }
 
-    /// A table of `n` hosts, the same for a given seed on every target.
+    /// A table of `n` hosts, the same for a given seed on every target, in address order as
+    /// the daemon serves it.
     pub fn table(self, n: usize, seed: u64) -> HostTable {
+        let mut table = self.unsorted_table(n, seed);
+        table.sort_hosts();
+        table
+    }
+
+    /// [`Scenario::table`] in the order it was made, not the addresses' (`10.0.0.10` before
+    /// `10.0.0.2`): a table the daemon did not serve, which the build hashes to prove its
+    /// addresses unique.
+    pub fn unsorted_table(self, n: usize, seed: u64) -> HostTable {
         let mut rng = SplitMix64::new(seed);
         let hosts = (0..n)
             .map(|i| {

@@ -267,8 +267,11 @@ impl Published {
 /// Parses and validates the file.
 fn read_table(path: &Path) -> anyhow::Result<HostTable> {
     let text = std::fs::read_to_string(path).context("reading")?;
-    let table: HostTable = toml::from_str(&text).context("parsing")?;
+    let mut table: HostTable = toml::from_str(&text).context("parsing")?;
     table.validate().context("validating")?;
+    // Served in address order: workers then index it without hashing every address, and a
+    // file whose hosts only moved is no change (the fingerprint is of the sorted table).
+    table.sort_hosts();
     // An empty file is far more often a truncated write than a wish to route nowhere.
     anyhow::ensure!(
         !table.hosts.is_empty(),

@@ -65,7 +65,8 @@ pub struct HostTable {
     /// the daemon's file (0: the daemon derives one from the content).
     #[serde(default)]
     pub version: u64,
-    /// The hosts, each address at most once.
+    /// The hosts, each address at most once; in any order, though in address order (as the
+    /// daemon serves them, see [`HostTable::sort_hosts`]) the load balancer is built faster.
     #[serde(default)]
     pub hosts: Vec<Host>,
     /// Subset selectors, fallbacks and the load balancing policy inside a subset.
@@ -198,6 +199,14 @@ impl HostTable {
         let table = Columns::new(aligned.access()?)?.to_table()?;
         table.validate()?;
         Ok(table)
+    }
+
+    /// Puts the hosts in address order, as the daemon serves its tables: the order in which
+    /// [`SubsetLb`](crate::SubsetLb) proves addresses unique in one sequential pass instead of
+    /// hashing each (a third of a build at 100k hosts). Routing is the same in any order.
+    pub fn sort_hosts(&mut self) {
+        self.hosts
+            .sort_unstable_by(|a, b| a.address.cmp(&b.address));
     }
 
     /// Checks everything the load balancer relies on; see [`HostTableError`] for the rules.

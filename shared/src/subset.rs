@@ -85,6 +85,7 @@
 //! lb.release(chosen.host);
 //! ```
 
+mod addresses;
 mod apply;
 mod build;
 mod error;
@@ -104,7 +105,6 @@ mod update;
 mod tests;
 
 use alloc::{boxed::Box, vec::Vec};
-use core::hash::{BuildHasher, Hasher};
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -115,6 +115,7 @@ pub use metadata::{METADATA_CAPACITY, Metadata};
 
 use crate::hosttable::{self, HostView};
 use crate::{FallbackPolicy, HostTable, SelectorFallback, SubsetConfig};
+use addresses::Addresses;
 use intern::Interner;
 use pickset::{Child, PickSet, Rng};
 use records::Records;
@@ -234,7 +235,7 @@ pub struct SubsetLb {
     records: Records,
     free_slots: Vec<u32>,
     /// Slot by address.
-    addresses: HashTable<u32>,
+    addresses: Addresses,
     stats: SubsetStats,
 }
 
@@ -414,7 +415,7 @@ impl SubsetLb {
     pub fn host_heap_bytes(&self) -> usize {
         self.records.heap_bytes()
             + self.slots.capacity() * size_of::<Slot>()
-            + self.addresses.allocation_size()
+            + self.addresses.heap_bytes()
             + self.free_slots.capacity() * size_of::<u32>()
     }
 
@@ -436,22 +437,8 @@ impl SubsetLb {
     }
 
     fn find_address(&self, address: &str) -> Option<u32> {
-        let records = &self.records;
-        self.addresses
-            .find(address_hash(&self.hasher, address), |&s| {
-                records.address(s) == address
-            })
-            .copied()
+        (self.addresses).find(&self.records, self.slots.len() as u32, address)
     }
-}
-
-/// The address table's hash of `address`: its bytes alone. `Hash for str` adds an end mark
-/// (a second write and a multiply at `finish`) so that strings hashed one after another stay
-/// apart; the table hashes one string, and a build of 100k hosts hashes each.
-fn address_hash(state: &FixedState, address: &str) -> u64 {
-    let mut hasher = state.build_hasher();
-    hasher.write(address.as_bytes());
-    hasher.finish()
 }
 
 /// Why the build refused a table: errors are rare, so the build's own pass stays lean and

@@ -146,23 +146,28 @@ fn bytes_row(cfg: &Config, scenario: Scenario, n: usize) {
         SubsetLb::build_validated(&table).ok().map(|lb| lb.len())
     };
     let in_place = || SubsetLb::decode(&bytes).map(|lb| lb.len()).ok();
+    let unsorted = (scenario.unsorted_table(n, SEED).encode()).unwrap_or_else(|e| panic!("{e}"));
     let mut sampler = Sampler::new(cfg);
     for _ in 0..cfg.batches {
         sampler.batch("deserialize", 1, deserialized);
         sampler.batch("in-place", 1, in_place);
+        sampler.batch("unsorted", 1, || {
+            SubsetLb::decode(&unsorted).map(|lb| lb.len()).ok()
+        });
     }
     let (old, new) = (
         median(&sampler, "deserialize"),
         median(&sampler, "in-place"),
     );
     println!(
-        "{:<7} {:>7} {:>9.0} {:>17} {:>9} {:>7.1}x",
+        "{:<7} {:>7} {:>9.0} {:>17} {:>9} {:>7.1}x {:>9}",
         scenario.name(),
         n,
         bytes.len() as f64 / 1024.0,
         fmt_ms(old),
         fmt_ms(new),
         old / new,
+        fmt_ms(median(&sampler, "unsorted")),
     );
 }
 
@@ -324,13 +329,33 @@ fn update_row(cfg: &Config, scenario: Scenario, n: usize, build_ns: f64) {
     let m = |name| sampler.median(name).unwrap_or(f64::NAN);
     let (churn, health) = (m("remove+add"), m("health"));
     println!(
-        "{:<7} {:>7} {:>16} {:>13} {:>16.0}x",
+        "{:<7} {:>7} {:>16} {:>13} {:>16.0}x {:>12}",
         scenario.name(),
         n,
         fmt_ns(churn),
         fmt_ns(health),
         build_ns / churn,
+        fmt_ns(first_change(&table, cfg.batches)),
     );
+}
+
+/// Median ns of the first remove + add after a build: it puts the addresses of a table in
+/// address order into a hash table, which the build left out.
+fn first_change(table: &HostTable, rounds: usize) -> f64 {
+    let host = &table.hosts[table.hosts.len() / 2];
+    let mut times: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let mut lb = SubsetLb::build(table).unwrap_or_else(|e| panic!("{e}"));
+            let start = Instant::now();
+            let removed = lb.remove_host(&host.address).is_ok();
+            let added = lb.add_host(host.clone()).is_ok();
+            let elapsed = start.elapsed().as_nanos() as f64;
+            assert!(removed && added, "the host comes back");
+            elapsed
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
 }
 
 /// One table change of `changes` hosts: the delta's size, its decode + apply time (the mean of
@@ -415,9 +440,11 @@ fn main() -> ExitCode {
     println!("  (* extrapolated from 8k hosts: n^2)");
     println!(
         "\nfrom bytes ms: GET /v1/hosts body -> index; decode+build = HostTable::decode + \
-         build_validated, in-place = SubsetLb::decode"
+         build_validated, in-place = SubsetLb::decode (hosts in address order, as the daemon \
+         serves them); unsorted = in-place of the same hosts out of address order, whose \
+         addresses the build hashes to prove them unique"
     );
-    println!("scenario  hosts   bodyKiB  decode+build ms  in-place  speedup");
+    println!("scenario  hosts   bodyKiB  decode+build ms  in-place  speedup  unsorted");
     for scenario in Scenario::ALL {
         for &n in &sizes {
             bytes_row(cfg, scenario, n);
@@ -441,7 +468,10 @@ fn main() -> ExitCode {
     for &n in &sizes {
         policy_row(cfg, n);
     }
-    println!("\nupdate      hosts remove/add ns/op  health ns/op  full rebuild / op");
+    println!(
+        "\nupdate      hosts remove/add ns/op  health ns/op  full rebuild / op  first ns (the \
+         first remove/add after a build hashes the addresses)"
+    );
     for scenario in Scenario::ALL {
         let n = *sizes.last().unwrap_or(&SIZES[0]);
         let table = scenario.table(n, SEED);

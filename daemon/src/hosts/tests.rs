@@ -80,6 +80,26 @@ fn unchanged_content_is_not_republished() {
 }
 
 #[test]
+fn hosts_are_served_in_address_order() {
+    let swapped = TWO_HOSTS.replace("8081", "8090").replace("8082", "8081");
+    let file = TempFile::new("order.toml", &swapped);
+    let tables = file.tables();
+    let served = tables.current().unwrap();
+    let addresses: Vec<&str> = served.table.hosts.iter().map(|h| &*h.address).collect();
+    assert_eq!(
+        addresses,
+        ["http://127.0.0.1:8081", "http://127.0.0.1:8090"]
+    );
+    assert_eq!(served.table.hosts[0].labels["zone"], "b");
+    assert_eq!(HostTable::decode(&served.bytes).unwrap(), served.table);
+    // Hosts that only moved in the file are no change.
+    let (head, hosts) = swapped.split_at(swapped.find("[[hosts]]").unwrap());
+    let (first, second) = hosts.split_at(hosts.rfind("[[hosts]]").unwrap());
+    file.write(&format!("{head}{second}\n{first}"));
+    assert_eq!(tables.reload().unwrap(), Reload::Unchanged);
+}
+
+#[test]
 fn an_explicit_version_must_move_with_the_content() {
     let file = TempFile::new("explicit.toml", &format!("version = 7\n{TWO_HOSTS}"));
     let tables = file.tables();

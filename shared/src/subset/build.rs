@@ -7,17 +7,15 @@ use core::ops::ControlFlow;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
-use hashbrown::hash_table::Entry;
 
+use super::addresses::Addresses;
 use super::intern::Interner;
 use super::pickset::{Child, Members, PickSet, SetRef};
 use super::records::Records;
 use super::slot::Slot;
 use super::subsets::Subsets;
 use super::table::Table;
-use super::{
-    Metadata, Options, Selector, SubsetLb, SubsetStats, address_hash, keys_hash, list_items,
-};
+use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
 use crate::hosttable::{
     Columns, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, plain_addresses,
     validate_config, weight_fits,
@@ -178,9 +176,6 @@ impl SubsetLb {
         let mut lb = SubsetLb::configured(version, config);
         lb.slots.reserve_exact(hosts);
         lb.records.reserve(hosts, text, labels);
-        let (state, records) = (&lb.hasher, &lb.records);
-        lb.addresses
-            .reserve(hosts, |&s| address_hash(state, records.address(s)));
         Ok(lb)
     }
 
@@ -188,9 +183,11 @@ impl SubsetLb {
     /// selectors' trie, the default subset; `Err` if two hosts share an address. `uniform` is
     /// the weight of every host when all are healthy and weigh the same.
     fn finish(mut self, uniform: Option<u32>) -> Result<SubsetLb, ()> {
-        if !self.claim_addresses() {
+        // A pass of its own over the records, once they are all made (see `Addresses::claim`).
+        let Some(addresses) = Addresses::claim(&self.records, self.slots.len() as u32) else {
             return Err(());
-        }
+        };
+        self.addresses = addresses;
         let index = Index::new(&self);
         self.reserve_subsets(&index);
         let trie = Trie::new(&self.selectors);
@@ -249,7 +246,7 @@ impl SubsetLb {
             slots: Vec::new(),
             records: Records::default(),
             free_slots: Vec::new(),
-            addresses: HashTable::new(),
+            addresses: Addresses::default(),
             stats: SubsetStats::default(),
         };
         for selector in &config.selectors {
@@ -340,34 +337,10 @@ impl SubsetLb {
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets
     /// are the caller's business. Returns the slot.
     pub(super) fn push_slot(&mut self, host: &Host) -> u32 {
-        let hash = address_hash(&self.hasher, &host.address);
         let s = self.push_slot_only(host.weight, host.healthy);
         self.record(s, host);
-        let (state, records) = (&self.hasher, &self.records);
-        self.addresses
-            .insert_unique(hash, s, |&s| address_hash(state, records.address(s)));
+        self.addresses.insert(&self.records, s);
         s
-    }
-
-    /// Enters the address of every slot in the address table; false if two slots share one.
-    /// A pass of its own over the records, whose addresses lie back to back: interleaved with
-    /// the walk of the hosts, each probe waited on a table line the walk had evicted. Apart,
-    /// builds of 100k hosts took 12-17% less (4x3 and a key unique per host, both variants in
-    /// one process, taking turns).
-    fn claim_addresses(&mut self) -> bool {
-        let (state, records, table) = (&self.hasher, &self.records, &mut self.addresses);
-        (0..self.slots.len() as u32).all(|s| {
-            let address = records.address(s);
-            let same = |&t: &u32| records.address(t) == address;
-            let rehash = |&t: &u32| address_hash(state, records.address(t));
-            match table.entry(address_hash(state, address), same, rehash) {
-                Entry::Occupied(_) => false,
-                Entry::Vacant(place) => {
-                    place.insert(s);
-                    true
-                }
-            }
-        })
     }
 
     /// Slots for hosts of `(weight, healthy)`, in order, in a load balancer that has none yet

@@ -252,6 +252,12 @@ pub(super) fn agree(
     };
     let active = reference.active_subsets().len() as u64;
     assert_eq!(lb.stats().subsets_active, active, "active subsets");
+    // Every host is found by its address, by binary search or hash table.
+    for h in hosts {
+        let id = lb.host_id(&h.address).expect("a host of the table");
+        assert_eq!(lb.address(id), Some(&*h.address));
+    }
+    assert_eq!(lb.host_id("http://10.0.0.1:1"), None);
     for (n, request) in requests.iter().enumerate() {
         let md = metadata(lb, request);
         let expected = reference.select(request, None);
@@ -312,13 +318,15 @@ fn same_as_decoded(lb: &mut SubsetLb, table: &HostTable, requests: &[Request]) {
     }
 }
 
-/// Builds a table from `parts`, checks the index against the reference, applies `ops` (checking
-/// after each one if `every_step`, else once at the end), and returns the index and its hosts.
+/// Builds a table from `parts` (its hosts in address order if `in_order`, as the daemon serves
+/// them, else in an order where `10.0.0.10` comes before `10.0.0.2`), checks the index against
+/// the reference, applies `ops` (checking after each one if `every_step`, else once at the
+/// end), and returns the index and its hosts.
 fn build_and_update(
     parts: Vec<(BTreeMap<String, String>, bool, u32)>,
     config: &SubsetConfig,
     requests: &[Request],
-    ops: Vec<Op>,
+    (ops, in_order): (Vec<Op>, bool),
     every_step: bool,
 ) -> (SubsetLb, Vec<Host>) {
     let mut hosts: Vec<Host> = parts
@@ -326,6 +334,9 @@ fn build_and_update(
         .enumerate()
         .map(|(i, p)| host(i, p))
         .collect();
+    if in_order {
+        hosts.sort_by(|a, b| a.address.cmp(&b.address));
+    }
     let table = HostTable {
         version: 1,
         hosts: hosts.clone(),
@@ -356,8 +367,9 @@ proptest! {
         config in config(),
         requests in prop::collection::vec(pairs(4), 1..12),
         ops in prop::collection::vec(op(), 0..24),
+        in_order in any::<bool>(),
     ) {
-        let (lb, hosts) = build_and_update(parts, &config, &requests, ops, true);
+        let (lb, hosts) = build_and_update(parts, &config, &requests, (ops, in_order), true);
         // A fresh build of the final table agrees too (and with the updated index's count).
         let rebuilt = SubsetLb::build(&HostTable { version: 2, hosts: hosts.clone(), subset: config.clone() }).unwrap();
         prop_assert_eq!(rebuilt.stats().subsets_active, lb.stats().subsets_active);
@@ -374,8 +386,9 @@ proptest! {
         config in config(),
         requests in prop::collection::vec(pairs(4), 1..12),
         ops in prop::collection::vec(op(), 0..6),
+        in_order in any::<bool>(),
     ) {
-        build_and_update(parts, &config, &requests, ops, false);
+        build_and_update(parts, &config, &requests, (ops, in_order), false);
     }
 
     /// Keys with more values than their lanes hold, in the build and in the updates after it.
@@ -385,8 +398,9 @@ proptest! {
         config in config(),
         requests in prop::collection::vec(wide_labels(4), 1..12),
         ops in prop::collection::vec(op_with(wide_labels(4)), 0..12),
+        in_order in any::<bool>(),
     ) {
-        build_and_update(parts, &config, &requests, ops, true);
+        build_and_update(parts, &config, &requests, (ops, in_order), true);
     }
 
     /// All hosts healthy and of one weight: sets are counted without reading the slots, and
@@ -397,9 +411,10 @@ proptest! {
         config in config(),
         requests in prop::collection::vec(pairs(4), 1..12),
         ops in prop::collection::vec(op(), 0..12),
+        in_order in any::<bool>(),
     ) {
         let parts = labels.into_iter().map(|l| (l, true, 2)).collect();
-        build_and_update(parts, &config, &requests, ops, true);
+        build_and_update(parts, &config, &requests, (ops, in_order), true);
     }
 
     /// The lookup's fast path picks what the general path picks, and when it declines it

@@ -4,7 +4,7 @@ use alloc::{vec, vec::Vec};
 
 use super::pickset::{Members, PickSet, Pool, SetRef};
 use super::table::{Hit, array_kv};
-use super::{HostId, SubsetError, SubsetLb, address_hash};
+use super::{HostId, SubsetError, SubsetLb};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
@@ -46,11 +46,9 @@ impl SubsetLb {
         // counted now rather than kept up to date by every build and update. Each set lets
         // go of it (dropped, or compacted) in its own time; the last one frees the slot.
         *slot.held_mut() = held;
+        let slots = self.slots.len() as u32;
+        self.addresses.remove(&self.records, slots, s);
         self.records.remove(s);
-        let hash = address_hash(&self.hasher, address);
-        if let Ok(entry) = self.addresses.find_entry(hash, |&x| x == s) {
-            entry.remove();
-        }
         for &set in &sets {
             let shared = &mut self.sets[set as usize];
             shared.remove(s, &self.slots);

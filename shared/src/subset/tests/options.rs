@@ -931,3 +931,57 @@ fn nested_selectors_share_one_order_of_hosts() {
         set(&["new"])
     );
 }
+
+#[test]
+fn tables_in_address_order_find_hosts_before_and_after_changes() {
+    // `http://h0` to `h3` ascend: found by search until a host is added or removed.
+    let mut lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::NoFallback))).unwrap();
+    let found = |lb: &SubsetLb, a: &str| {
+        lb.host_id(a)
+            .and_then(|id| lb.address(id))
+            .map(String::from)
+    };
+    for i in 0..4 {
+        let address = format!("http://h{i}");
+        assert_eq!(found(&lb, &address), Some(address));
+    }
+    assert_eq!(found(&lb, "http://h"), None);
+    assert_eq!(found(&lb, "http://h10"), None);
+    lb.set_healthy("http://h3", false).unwrap();
+    let err = lb.add_host(Host::new("http://h2")).unwrap_err();
+    assert_eq!(err, SubsetError::DuplicateAddress("http://h2".into()));
+
+    lb.remove_host("http://h1").unwrap();
+    lb.add_host(Host::new("http://a").with_label("zone", "a"))
+        .unwrap();
+    for address in ["http://h0", "http://h2", "http://h3", "http://a"] {
+        assert_eq!(found(&lb, address).as_deref(), Some(address));
+    }
+    assert_eq!(found(&lb, "http://h1"), None);
+    let zone_a = md(&lb, &[("zone", "a")]);
+    let mut picked = BTreeSet::new();
+    for n in 0..8 {
+        let chosen = lb.select(&zone_a, n).unwrap();
+        picked.insert(String::from(lb.address(chosen.host).unwrap()));
+        lb.release(chosen.host);
+    }
+    assert_eq!(
+        picked,
+        BTreeSet::from(["http://a".into(), "http://h0".into()])
+    );
+}
+
+#[test]
+fn repeated_addresses_in_address_order_are_refused() {
+    let mut repeated = table(&HOSTS, config(FallbackPolicy::NoFallback));
+    repeated.hosts[2].address = "http://h1".into();
+    let expected = SubsetError::Table(crate::HostTableError::DuplicateAddress {
+        first: 1,
+        index: 2,
+        address: "http://h1".into(),
+    });
+    assert_eq!(SubsetLb::build(&repeated).unwrap_err(), expected);
+    assert_eq!(SubsetLb::build_validated(&repeated).unwrap_err(), expected);
+    let bytes = repeated.encode_unchecked();
+    assert_eq!(SubsetLb::decode(&bytes).unwrap_err(), expected);
+}
