@@ -40,6 +40,21 @@ impl Records {
         &self.text[span.text..span.text + span.text_len as usize]
     }
 
+    /// [`Records::address`] as bytes, for hashing and comparing: a `str` slice checks that
+    /// both its ends fall on characters (a fifth of a build's pass over 100k addresses).
+    pub fn address_bytes(&self, s: u32) -> &[u8] {
+        self.bytes(&self.spans[s as usize])
+    }
+
+    fn bytes(&self, span: &Span) -> &[u8] {
+        &self.text.as_bytes()[span.text..span.text + span.text_len as usize]
+    }
+
+    /// Whether the addresses ascend strictly by slot.
+    pub fn ascending(&self) -> bool {
+        (self.spans.windows(2)).all(|pair| self.bytes(&pair[0]) < self.bytes(&pair[1]))
+    }
+
     pub fn kvs(&self, s: u32) -> &[u32] {
         let span = self.spans[s as usize];
         &self.kvs[span.kvs..span.kvs + span.kvs_len as usize]
