@@ -148,7 +148,8 @@ impl Scenario {
 
 /// `table` at the next version with `changes` hosts changed, spread over the table and taking
 /// turns: one marked unhealthy (or healthy again), one given the labels of a host half the table
-/// away (moved to other subsets), one removed, one added (labels of a removed host's kind).
+/// away (moved to other subsets), one removed, one added (labels of a removed host's kind); in
+/// address order.
 pub fn changed(table: &HostTable, changes: usize) -> HostTable {
     let n = table.hosts.len();
     let mut next = table.clone();
@@ -172,6 +173,8 @@ pub fn changed(table: &HostTable, changes: usize) -> HostTable {
     for i in removed.into_iter().rev() {
         next.hosts.remove(i);
     }
+    // As the daemon serves it.
+    next.sort_hosts();
     next
 }
 
