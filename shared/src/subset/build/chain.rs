@@ -354,24 +354,11 @@ impl Combos {
         }
         // The groups in key order by a counting sort of their own, then copied in that order:
         // placing them in a chain made of zeros first wrote every slot twice.
-        let mut firsts = vec![0u32; (1 << total) + 1];
-        for &(key, _) in &keyed {
-            firsts[key as usize + 1] += 1;
-        }
-        for b in 0..1 << total {
-            firsts[b + 1] += firsts[b];
-        }
-        let mut order = vec![0u32; keyed.len()];
-        for (i, &(key, _)) in keyed.iter().enumerate() {
-            let to = &mut firsts[key as usize];
-            order[*to as usize] = i as u32;
-            *to += 1;
-        }
+        let group_keys: Vec<u32> = keyed.iter().map(|&(key, _)| key).collect();
+        let mut order = Vec::with_capacity(keyed.len());
+        counting_sort(&group_keys, total, cutoff, &mut order);
         for i in order {
-            let (key, group) = keyed[i as usize];
-            if key < cutoff {
-                chains.extend_from_slice(group);
-            }
+            chains.extend_from_slice(keyed[i as usize].1);
         }
         starts
     }
