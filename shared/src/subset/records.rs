@@ -4,6 +4,7 @@
 //! then the buffer is rewritten without them, so updates stay O(1) amortised.
 
 use alloc::{string::String, vec::Vec};
+use core::ops::Range;
 
 /// Where a record lies in the buffers.
 #[derive(Debug, Clone, Copy, Default)]
@@ -12,6 +13,13 @@ struct Span {
     kvs: usize,
     text_len: u32,
     kvs_len: u32,
+}
+
+impl Span {
+    /// Where the address lies in [`Records`]' text.
+    fn address(&self) -> Range<usize> {
+        self.text..self.text + self.text_len as usize
+    }
 }
 
 /// The records of all slots.
@@ -36,8 +44,7 @@ impl Records {
     }
 
     pub fn address(&self, s: u32) -> &str {
-        let span = self.spans[s as usize];
-        &self.text[span.text..span.text + span.text_len as usize]
+        &self.text[self.spans[s as usize].address()]
     }
 
     /// [`Records::address`] as bytes, for hashing and comparing: a `str` slice checks that
@@ -47,7 +54,7 @@ impl Records {
     }
 
     fn bytes(&self, span: &Span) -> &[u8] {
-        &self.text.as_bytes()[span.text..span.text + span.text_len as usize]
+        &self.text.as_bytes()[span.address()]
     }
 
     /// Whether the addresses ascend strictly by slot.
@@ -152,10 +159,10 @@ impl Records {
         let mut text = String::with_capacity(self.text.len() - self.dead_text);
         let mut kvs = Vec::with_capacity(self.kvs.len() - self.dead_kvs);
         for span in &mut self.spans {
-            let (t, k) = (span.text, span.kvs);
+            let (address, k) = (span.address(), span.kvs);
             span.text = text.len();
             span.kvs = kvs.len();
-            text.push_str(&self.text[t..t + span.text_len as usize]);
+            text.push_str(&self.text[address]);
             kvs.extend_from_slice(&self.kvs[k..k + span.kvs_len as usize]);
         }
         (self.text, self.kvs) = (text, kvs);
