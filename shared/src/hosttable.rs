@@ -48,7 +48,7 @@ pub use validate::{
     MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
 pub(crate) use validate::{
-    address_fits, config as validate_config, host as validate_host, host_fits_but_labels,
+    address_fits, before, config as validate_config, host as validate_host, host_fits_but_labels,
     hosts as validate_hosts, label_count_fits, label_fits, plain_addresses, weight_fits,
 };
 pub(crate) use view::HostView;
