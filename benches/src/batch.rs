@@ -155,7 +155,8 @@ impl<'c> Sampler<'c> {
     }
 }
 
-fn median(samples: &[f64]) -> Option<f64> {
+/// The median of `samples`, `None` if there are none.
+pub fn median(samples: &[f64]) -> Option<f64> {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);
     sorted.get(sorted.len() / 2).copied()

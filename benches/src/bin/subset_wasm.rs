@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use edgewise::{HostDelta, HostTable, LbPolicy, Metadata, SubsetLb};
-use edgewise_benches::batch::{Config, Sampler, TARGET, fmt_ns};
+use edgewise_benches::batch::{self, Config, Sampler, TARGET, fmt_ns};
 use edgewise_benches::subset::{FullScan, SIZES, Scenario, changed, peer_hosts, sorted};
 
 /// Live heap bytes.
@@ -118,15 +118,14 @@ fn full_scan(table: &HostTable, scenario: Scenario, n: usize, rounds: usize) -> 
         return (at_8k * scale, '*');
     }
     let hosts = peer_hosts(table);
-    let mut times: Vec<f64> = (0..rounds)
+    let times: Vec<f64> = (0..rounds)
         .map(|_| {
             let start = Instant::now();
             black_box(FullScan::build(&hosts, &selectors).subsets());
             start.elapsed().as_nanos() as f64
         })
         .collect();
-    times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], ' ')
+    (batch::median(&times).unwrap_or(f64::NAN), ' ')
 }
 
 fn median(sampler: &Sampler<'_>, name: &str) -> f64 {
@@ -343,7 +342,7 @@ fn update_row(cfg: &Config, scenario: Scenario, n: usize, build_ns: f64) {
 /// address order into a hash table, which the build left out.
 fn first_change(table: &HostTable, rounds: usize) -> f64 {
     let host = &table.hosts[table.hosts.len() / 2];
-    let mut times: Vec<f64> = (0..rounds)
+    let times: Vec<f64> = (0..rounds)
         .map(|_| {
             let mut lb = SubsetLb::build(table).unwrap_or_else(|e| panic!("{e}"));
             let start = Instant::now();
@@ -354,8 +353,7 @@ fn first_change(table: &HostTable, rounds: usize) -> f64 {
             elapsed
         })
         .collect();
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    batch::median(&times).unwrap_or(f64::NAN)
 }
 
 /// One table change of `changes` hosts: the delta's size, its decode + apply time (the mean of
