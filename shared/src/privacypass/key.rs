@@ -31,8 +31,8 @@ const OID_RSA_ENCRYPTION: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x
 /// DER of the OID 1.2.840.113549.1.1.10, id-RSASSA-PSS (content bytes only).
 const OID_RSASSA_PSS: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x0a];
 
-/// Content of the RSASSA-PSS-params SEQUENCE that RFC 9578 prescribes: hashAlgorithm [0]
-/// sha384, maskGenAlgorithm [1] mgf1(sha384), saltLength [2] 48. Hash identifiers carry no
+/// Content of the RSASSA-PSS-params SEQUENCE that RFC 9578 prescribes: hashAlgorithm \[0\]
+/// sha384, maskGenAlgorithm \[1\] mgf1(sha384), saltLength \[2\] 48. Hash identifiers carry no
 /// NULL parameters, as in the RFC's example and test vectors.
 #[rustfmt::skip]
 const PSS_PARAMS: &[u8] = &[

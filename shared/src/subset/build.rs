@@ -34,7 +34,7 @@ const DENSE: usize = 32;
 /// What the build checks of each host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Checks {
-    /// Every rule of [`HostTable::validate`].
+    /// Every rule of [`HostTable::validate`](crate::HostTable::validate).
     All,
     /// What the index relies on: weights (unique addresses are checked either way).
     IndexOnly,
