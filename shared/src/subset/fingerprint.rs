@@ -7,9 +7,9 @@
 /// Strings up to this long are identified by their fingerprint alone.
 const WHOLE: usize = 15;
 
-/// `head`: the first 8 bytes (zero-padded: exact below 8 bytes). `tail`: the length (capped at
-/// 255) in its low byte and, from 8 bytes on, the last 7 bytes above it, which with `head`
-/// cover every byte up to 15.
+/// `head`: the first 8 bytes, or below 8 bytes every byte (see [`Fingerprint::of`]). `tail`:
+/// the length (capped at 255) in its low byte and, from 8 bytes on, the last 7 bytes above it,
+/// which with `head` cover every byte up to 15.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Fingerprint {
     head: u64,
@@ -27,12 +27,12 @@ impl Fingerprint {
         let len = n.min(255) as u64;
         let (head, tail) = match n {
             8.. => (word(&b[..8]), word(&b[n - 8..]) & !0xff),
-            // Overlapping halves, each at its own offset: the bytes in place, zero-padded.
-            4..=7 => (half(&b[..4]) | half(&b[n - 4..]) << (8 * (n - 4)), 0),
+            // Every byte of a string this short, in overlapping parts at fixed places: with
+            // the length, exact. Fixed shifts, not each byte in its own place: shifts by the
+            // length were a third of the fingerprints of a request's short labels.
+            4..=7 => (half(&b[..4]) | half(&b[n - 4..]) << 32, 0),
             1..=3 => (
-                u64::from(b[0])
-                    | u64::from(b[n / 2]) << (8 * (n / 2))
-                    | u64::from(b[n - 1]) << (8 * (n - 1)),
+                u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
                 0,
             ),
             0 => (0, 0),
