@@ -185,28 +185,33 @@ impl Members {
 const UNSTARTED: u32 = u32::MAX;
 
 /// The hosts of one or more identical subsets, or (`all`) of the whole table.
+///
+/// Laid out by hand, a cache line per set: what a pick reads (members, counts, cursor, weight
+/// bounds) comes first, within the set's first 64 bytes; the weighted picks' sums and the
+/// bookkeeping of updates after.
 #[derive(Debug)]
+#[repr(C, align(64))]
 pub(super) struct PickSet {
     /// Member slots, possibly dead; unused when `all`.
     pub members: Members,
-    /// Every slot of the table is a member.
-    pub all: bool,
-    /// Subsets sharing this set.
-    pub refs: u32,
     pub live: u32,
     pub healthy: u32,
-    /// Bounds of the live members' weights, and the sums weighted picks draw from.
-    pub weights: Weights,
-    /// single_host_per_subset: only `first` is picked.
-    pub single: bool,
-    /// In a `single` set, the host picked: its live member of the lowest address (see
-    /// `SubsetLb::elect`); unused in other sets.
-    pub first: u32,
     /// Round robin's next member while the members weigh the same (else see
     /// [`Weights::turn`]), from a random one at the first pick ([`UNSTARTED`] until then):
     /// every isolate starting at member 0 would send the first requests after each
     /// table change to the same host.
     cursor: u32,
+    /// Every slot of the table is a member.
+    pub all: bool,
+    /// single_host_per_subset: only `first` is picked.
+    pub single: bool,
+    /// Bounds of the live members' weights, and the sums weighted picks draw from.
+    pub weights: Weights,
+    /// Subsets sharing this set.
+    pub refs: u32,
+    /// In a `single` set, the host picked: its live member of the lowest address (see
+    /// `SubsetLb::elect`); unused in other sets.
+    pub first: u32,
 }
 
 impl Default for PickSet {

@@ -8,6 +8,7 @@ const BLOCK: usize = 64;
 
 /// The weights of a set's members.
 #[derive(Debug)]
+#[repr(C)]
 pub(in crate::subset) struct Weights {
     /// Upper bound of the live members' weights.
     pub max: u32,
