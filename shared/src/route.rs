@@ -38,7 +38,9 @@ pub struct RouteAttribute {
 
 impl RouteAttribute {
     /// Parses a comma-separated list; whitespace around entries is ignored, an empty list is
-    /// no attributes.
+    /// no attributes. They come back in the order of their keys: a request's metadata set in
+    /// that order (the order hosts list their labels) finds each key at its position, without
+    /// a scan (see [`SubsetLb::set`](crate::SubsetLb::set)).
     pub fn parse_list(list: &str) -> Result<Vec<RouteAttribute>, Error> {
         let entries = list.split(',').map(str::trim).filter(|e| !e.is_empty());
         let attributes = entries
@@ -55,6 +57,8 @@ impl RouteAttribute {
                 return Err(invalid(index, &a.key, "key listed twice"));
             }
         }
+        let mut attributes = attributes;
+        attributes.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         Ok(attributes)
     }
 

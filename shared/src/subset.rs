@@ -292,7 +292,9 @@ impl SubsetLb {
 
     /// Sets `key` to `value` in `md` (replacing an earlier value of `key`), by lookup only: a
     /// key nothing knows, or a pair beyond [`METADATA_CAPACITY`], is recorded as foreign and
-    /// makes `md` match no subset; a value no host has matches no subset either.
+    /// makes `md` match no subset; a value no host has matches no subset either. Fastest with
+    /// the keys set in the order of their texts (as hosts list their labels): each is then
+    /// found at its position, with one comparison.
     pub fn set(&self, md: &mut Metadata, key: &str, value: &str) {
         md.set_str(&self.interner, key, value);
     }

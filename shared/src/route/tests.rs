@@ -7,20 +7,21 @@ use alloc::string::ToString;
 fn a_list_parses_each_source() {
     let list = " zone = header:X-Edgewise-Zone, stage=query:stage,service=path:1 ,";
     let attributes = RouteAttribute::parse_list(list).unwrap();
+    // In key order, not the list's.
     assert_eq!(
         attributes,
         [
             RouteAttribute {
-                key: "zone".into(),
-                source: AttributeSource::Header("x-edgewise-zone".into())
+                key: "service".into(),
+                source: AttributeSource::PathSegment(1)
             },
             RouteAttribute {
                 key: "stage".into(),
                 source: AttributeSource::Query("stage".into())
             },
             RouteAttribute {
-                key: "service".into(),
-                source: AttributeSource::PathSegment(1)
+                key: "zone".into(),
+                source: AttributeSource::Header("x-edgewise-zone".into())
             },
         ]
     );
