@@ -336,6 +336,11 @@ impl<'a> Columns<'a> {
         self.wire.keys.iter().map(|k| k.as_str())
     }
 
+    /// How many pairs [`Columns::pairs`] gives.
+    pub(crate) fn pair_count(&self) -> usize {
+        self.wire.pair_keys.len()
+    }
+
     /// The pairs: each one's key position and value.
     pub(crate) fn pairs(&self) -> impl Iterator<Item = (usize, &'a str)> {
         let keys = self.wire.pair_keys.iter().map(|k| k.to_native() as usize);

@@ -442,6 +442,12 @@ impl Interner {
         self.hash(key, &self.kv_fps[id as usize], self.long_text(id))
     }
 
+    /// Room for `n` more key=value ids.
+    pub(super) fn reserve_kvs(&mut self, n: usize) {
+        self.kv_fps.reserve(n);
+        self.kv_keys.reserve(n);
+    }
+
     /// A build is about to intern the labels of `hosts` hosts.
     pub(super) fn expect_hosts(&mut self, hosts: usize) {
         self.expected = hosts;

@@ -84,6 +84,11 @@ impl Table {
         self.packed.reserve(n);
     }
 
+    /// Room in the array for value ids below `kvs`.
+    pub fn reserve_array(&mut self, kvs: usize) {
+        self.single.reserve(kvs.saturating_sub(self.single.len()));
+    }
+
     /// The subset with value ids `kvs` (`len` of them). `same(subset, kvs)` confirms a hit
     /// when packed keys of `len` ids are not `exact` (see [`key::is_exact`]).
     #[inline]
