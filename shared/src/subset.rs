@@ -358,12 +358,14 @@ impl SubsetLb {
 
     /// Whether host `id` is healthy, or `None` if it was removed.
     pub fn is_healthy(&self, id: HostId) -> Option<bool> {
-        self.slot(id).map(|s| s.healthy)
+        self.slot(id).map(Slot::healthy)
     }
 
-    /// Requests in flight to host `id` (selected, not yet released).
+    /// Requests in flight to host `id` (selected, not yet released), counted up to 65535 (a
+    /// host's count stays there while more are in flight: least request then sees it as
+    /// loaded as can be).
     pub fn in_flight(&self, id: HostId) -> Option<u32> {
-        self.slot(id).map(|s| s.active)
+        self.slot(id).map(|s| u32::from(s.active))
     }
 
     /// The id of the host with `address`.
@@ -430,12 +432,12 @@ impl SubsetLb {
 
     fn slot(&self, id: HostId) -> Option<&Slot> {
         let slot = self.slots.get(id.slot as usize)?;
-        (slot.alive && slot.generation == id.generation).then_some(slot)
+        (slot.alive() && slot.generation == id.generation).then_some(slot)
     }
 
     fn slot_mut(&mut self, id: HostId) -> Option<&mut Slot> {
         let slot = self.slots.get_mut(id.slot as usize)?;
-        (slot.alive && slot.generation == id.generation).then_some(slot)
+        (slot.alive() && slot.generation == id.generation).then_some(slot)
     }
 
     fn find_address(&self, address: &str) -> Option<u32> {

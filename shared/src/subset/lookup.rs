@@ -53,7 +53,7 @@ impl SubsetLb {
                 let policy = self.options.child.policy;
                 self.sets[set as usize].pick_fast(&self.slots, &self.chains, policy, rng)
             }
-            Pool::One(s) => self.slots[s as usize].healthy.then_some(s),
+            Pool::One(s) => self.slots[s as usize].healthy().then_some(s),
         };
         let Some(slot) = slot else {
             return Fast::Found(found);

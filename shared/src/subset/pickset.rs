@@ -112,8 +112,8 @@ impl SetRef {
 /// `exclude`.
 pub(super) fn pick_one(s: u32, slots: &[Slot], child: Child, exclude: Option<u32>) -> Option<Pick> {
     let slot = &slots[s as usize];
-    let panic = !slot.healthy && child.panic_threshold > 0;
-    let ok = (slot.healthy || panic) && exclude != Some(s);
+    let panic = !slot.healthy() && child.panic_threshold > 0;
+    let ok = (slot.healthy() || panic) && exclude != Some(s);
     ok.then_some(Pick { slot: s, panic })
 }
 
@@ -268,7 +268,7 @@ impl PickSet {
 
     fn count_in(&mut self, slot: &Slot) {
         self.live += 1;
-        self.healthy += u32::from(slot.healthy);
+        self.healthy += u32::from(slot.healthy());
         self.weights.count(slot.weight());
     }
 
@@ -296,7 +296,7 @@ impl PickSet {
     /// Takes a member out of the counts as its host is removed; its entry stays as a tombstone.
     pub fn remove(&mut self, s: u32, slots: &[Slot]) {
         self.live -= 1;
-        self.healthy -= u32::from(slots[s as usize].healthy);
+        self.healthy -= u32::from(slots[s as usize].healthy());
         self.changed();
     }
 
@@ -311,7 +311,7 @@ impl PickSet {
         let (live, dead): (Vec<u32>, _) = self
             .members
             .iter(chains)
-            .partition(|&m| slots[m as usize].alive);
+            .partition(|&m| slots[m as usize].alive());
         self.members = Members::owned(live);
         self.changed();
         dead
@@ -319,7 +319,7 @@ impl PickSet {
 
     /// The live members, for a copy.
     pub fn live_members(&self, slots: &[Slot], chains: &[u32]) -> Vec<u32> {
-        let live = |m: &u32| slots[*m as usize].alive;
+        let live = |m: &u32| slots[*m as usize].alive();
         self.members.iter(chains).filter(live).collect()
     }
 

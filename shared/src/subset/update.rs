@@ -40,12 +40,10 @@ impl SubsetLb {
         let sets = self.sets_of(&subsets);
         let in_default = self.in_default(s);
         let held = sets.len() as u32 + u32::from(in_default);
-        let slot = &mut self.slots[s as usize];
-        slot.alive = false;
         // A live host is in the sets of its subsets (and the default one) and nowhere else:
         // counted now rather than kept up to date by every build and update. Each set lets
         // go of it (dropped, or compacted) in its own time; the last one frees the slot.
-        *slot.held_mut() = held;
+        self.slots[s as usize].hold(held);
         let slots = self.slots.len() as u32;
         self.addresses.remove(&self.records, slots, s);
         self.records.remove(s);
@@ -81,7 +79,7 @@ impl SubsetLb {
     /// Marks the host with `address` healthy or not.
     pub fn set_healthy(&mut self, address: &str, healthy: bool) -> Result<(), SubsetError> {
         let s = self.known(address)?;
-        if self.slots[s as usize].healthy == healthy {
+        if self.slots[s as usize].healthy() == healthy {
             return Ok(());
         }
         let sets = self.sets_of(&self.subsets_of(s));
@@ -99,7 +97,7 @@ impl SubsetLb {
         if let (true, Some((_, set))) = (in_default, &mut self.default) {
             adjust(set);
         }
-        self.slots[s as usize].healthy = healthy;
+        self.slots[s as usize].set_healthy(healthy);
         Ok(())
     }
 
@@ -338,14 +336,13 @@ impl SubsetLb {
     /// `slots` are no longer held by one set each.
     fn release_slots(&mut self, slots: Vec<u32>) {
         for s in slots {
-            *self.slots[s as usize].held_mut() -= 1;
+            self.slots[s as usize].let_go();
             self.free_slot_if_unheld(s);
         }
     }
 
     fn free_slot_if_unheld(&mut self, s: u32) {
-        let slot = &self.slots[s as usize];
-        if !slot.alive && slot.active == 0 {
+        if self.slots[s as usize].is_free() {
             self.free_slots.push(s);
         }
     }
@@ -366,7 +363,7 @@ impl SubsetLb {
         let first = shared
             .members
             .iter(&self.chains)
-            .filter(|&m| slots[m as usize].alive)
+            .filter(|&m| slots[m as usize].alive())
             .min_by(|&a, &b| records.address(a).cmp(records.address(b)));
         self.sets[set as usize].first = first.unwrap_or(0);
     }

@@ -11,7 +11,7 @@ proptest! {
     #[test]
     fn clean_picks_are_the_general_picks(
         n in 1u32..40,
-        actives in prop::collection::vec(0u32..4, 40),
+        actives in prop::collection::vec(0u16..4, 40),
         weight in 1u32..5,
         uneven in any::<bool>(),
         all in any::<bool>(),

@@ -30,7 +30,7 @@ impl View<'_> {
     /// Whether slot `s` may be picked, the excluded one aside.
     fn eligible(&self, s: u32) -> bool {
         let slot = &self.slots[s as usize];
-        slot.alive && (self.panic || slot.healthy)
+        slot.alive() && (self.panic || slot.healthy())
     }
 
     fn ok(&self, s: u32) -> bool {
@@ -132,7 +132,7 @@ impl View<'_> {
         let members = (0..self.n).map(|i| {
             let s = self.at(i);
             let slot = &self.slots[s as usize];
-            (slot.alive, self.eligible(s), slot.weight())
+            (slot.alive(), self.eligible(s), slot.weight())
         });
         weights.fill(members, |total| rng.below_u64(total))
     }
