@@ -1,0 +1,90 @@
+//! Subset lookups, over and over, for profilers: cachegrind through
+//! `scripts/lookup-instructions.sh`, which subtracts a run of 10 rounds from a run of 30 to count
+//! the instructions of one lookup alone (the table's build and the requests excluded), or `perf`.
+//!
+//!   cargo run --release -p edgewise-benches --example subset_lookup -- SCENARIO HOSTS ROUNDS [MODE]
+//!
+//! SCENARIO is `4x3`, `mosn` or `unique` (see `edgewise_benches::subset::Scenario`); a round is
+//! 1,024 requests of random hosts' labels, each `select` + `release` as in `subset_wasm`'s lookup
+//! row. MODE is `pre` (metadata set once per request beforehand: pre-interned; the default) or
+//! `raw` (metadata set from the request's strings each time). Prints ns per lookup to stderr.
+
+use std::hint::black_box;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use edgewise::{Metadata, SubsetLb};
+use edgewise_benches::subset::Scenario;
+
+const REQUESTS: usize = 1024;
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let scenario = match args.first().map(String::as_str) {
+        Some("4x3") => Scenario::FourByThree,
+        Some("mosn") => Scenario::Mosn,
+        Some("unique") => Scenario::Unique,
+        _ => return usage(),
+    };
+    let number = |i: usize| args.get(i).and_then(|a| a.parse::<usize>().ok());
+    let (Some(hosts), Some(rounds)) = (number(1), number(2).filter(|&r| r > 0)) else {
+        return usage();
+    };
+    let raw = match args.get(3).map_or("pre", String::as_str) {
+        "pre" => false,
+        "raw" => true,
+        _ => return usage(),
+    };
+    let table = scenario.table(hosts, 0x5eed);
+    let Ok(mut lb) = SubsetLb::build(&table) else {
+        eprintln!("the generated table was refused");
+        return ExitCode::FAILURE;
+    };
+    let requests = scenario.requests(&table, REQUESTS, 0x5eed ^ 1);
+    let metadata = |lb: &SubsetLb, r: &[(String, String)]| {
+        let mut md = lb.metadata();
+        r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+        md
+    };
+    let interned: Vec<Metadata> = requests.iter().map(|r| metadata(&lb, r)).collect();
+    let (mut entropy, mut missed) = (0u64, 0usize);
+    let start = Instant::now();
+    for _ in 0..rounds {
+        if raw {
+            for r in &requests {
+                entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let md = metadata(&lb, r);
+                missed += usize::from(!pick(&mut lb, &md, entropy));
+            }
+        } else {
+            for md in &interned {
+                entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                missed += usize::from(!pick(&mut lb, md, entropy));
+            }
+        }
+    }
+    let ns = start.elapsed().as_nanos() as f64 / (rounds * REQUESTS) as f64;
+    if black_box(missed) > 0 {
+        eprintln!("{missed} lookups found no host");
+        return ExitCode::FAILURE;
+    }
+    eprintln!("{ns:.2} ns per lookup");
+    ExitCode::SUCCESS
+}
+
+/// One lookup, not inlined into the loop (as a request handler calls it).
+#[inline(never)]
+fn pick(lb: &mut SubsetLb, md: &Metadata, entropy: u64) -> bool {
+    match lb.select(md, entropy) {
+        Some(s) => {
+            lb.release(s.host);
+            true
+        }
+        None => false,
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!("usage: subset_lookup 4x3|mosn|unique HOSTS ROUNDS [pre|raw]");
+    ExitCode::from(2)
+}
