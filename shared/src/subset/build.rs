@@ -256,6 +256,8 @@ impl SubsetLb {
         for selector in &config.selectors {
             lb.push_selector(selector);
         }
+        let request_keys = lb.selectors.iter().flat_map(|s| s.keys.iter().copied());
+        lb.interner.expect_request_keys(request_keys);
         let stride = lb.selectors.iter().map(|s| s.keys.len()).max();
         lb.subsets = Subsets::new(stride.unwrap_or(0));
         if !config.default_subset.is_empty() {

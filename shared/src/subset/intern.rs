@@ -132,10 +132,9 @@ pub(super) struct Interner {
     values: Vec<HashTable<u32>>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
-    /// Key ids in the order of their texts, the order hosts list their labels in: a request
-    /// setting its keys in that order finds each at its position (see [`Interner::pair_at`]).
-    by_text: Vec<u32>,
-    /// The first [`SMALL`] keys of `by_text`, inline, each at its position.
+    /// The keys requests set (the selectors'), the first [`SMALL`] in the order of their
+    /// texts, each at its position: a request setting its keys in that order (as hosts list
+    /// their labels) finds each where it looks first (see [`Interner::pair_at`]).
     in_text_order: Lanes,
     /// Per key id below 64, bit `b`: whether [`Interner::key_precedes`] compared it with key
     /// `b` yet, and the answer.
@@ -213,14 +212,6 @@ impl Interner {
         }
         self.few_keys.push(fp, id);
         self.small.push(Lanes::default());
-        let at = self.by_text.partition_point(|&k| self.key_text(k) < key);
-        self.by_text.insert(at, id);
-        if at < SMALL {
-            self.in_text_order = Lanes::default();
-            for &k in self.by_text.iter().take(SMALL) {
-                self.in_text_order.push(self.keys[k as usize].0, k);
-            }
-        }
         let hash = self.hash(u32::MAX, &fp, key);
         // Out of `self` while it grows: its rehash reads the keys.
         let mut table = core::mem::take(&mut self.key_table);
@@ -321,6 +312,20 @@ impl Interner {
     fn long_text(&self, id: u32) -> &str {
         let found = self.long.find(id_hash(id), |l| l.id == id);
         found.map_or("", |l| self.str(l.span))
+    }
+
+    /// Requests set `keys` (interned): the first [`SMALL`] in the order of their texts are
+    /// where [`Interner::pair_at`] looks first. Only those of the selectors, not every label
+    /// key (hosts may carry keys no request sets): kept as they come, a list of every key
+    /// grew by an insertion per new key, quadratic in a table of many distinct keys.
+    pub(super) fn expect_request_keys(&mut self, keys: impl Iterator<Item = u32>) {
+        let mut keys: Vec<u32> = keys.collect();
+        keys.sort_unstable_by(|&a, &b| self.key_text(a).cmp(self.key_text(b)));
+        keys.dedup();
+        self.in_text_order = Lanes::default();
+        for &k in keys.iter().take(SMALL) {
+            self.in_text_order.push(self.keys[k as usize].0, k);
+        }
     }
 
     /// The key id and key=value id of the `position`-th pair a request sets, given as strings:
@@ -491,7 +496,6 @@ impl Interner {
             + self.values.capacity() * size_of::<HashTable<u32>>()
             + values
             + self.recent.capacity() * 4
-            + self.by_text.capacity() * 4
             + (self.order_known.capacity() + self.order_less.capacity()) * 8
     }
 }
@@ -533,6 +537,9 @@ mod tests {
                 prop_assert_eq!(*kvs.entry((k.clone(), v.clone())).or_insert(kv), kv);
                 prop_assert_eq!(interner.kv_key(kv), key);
             }
+            // Requests set some of the keys: those are looked for first at their positions.
+            let request_keys = keys.values().copied().filter(|id| id % 3 != 1);
+            interner.expect_request_keys(request_keys);
             for (k, v) in pairs.iter().chain(&probes) {
                 let expected = keys
                     .get(k)
@@ -563,8 +570,8 @@ mod tests {
         }
     }
 
-    /// The keys tried first at each position of a request are the keys in the order of their
-    /// texts, whatever order interned them.
+    /// The keys tried first at each position of a request are the request keys in the order
+    /// of their texts, whatever order interned them; other keys are still found.
     #[test]
     fn requests_in_text_order_find_keys_at_their_positions() {
         let mut interner = Interner::default();
@@ -580,6 +587,9 @@ mod tests {
             "0",
         ];
         let ids: Vec<u32> = names.iter().map(|n| interner.intern_key(n)).collect();
+        // A label key no request sets, sorting first.
+        let other = interner.intern_key("+");
+        interner.expect_request_keys(ids.iter().chain(&ids).copied());
         let mut sorted: Vec<(&str, u32)> = names.iter().copied().zip(ids).collect();
         sorted.sort_unstable();
         let hinted: Vec<u32> = interner.in_text_order.iter().map(|(_, id)| id).collect();
@@ -587,6 +597,7 @@ mod tests {
         assert_eq!(hinted, expected);
         for (position, &(name, id)) in sorted.iter().enumerate() {
             assert_eq!(interner.pair_at(position, name, "v"), Some((id, None)));
+            assert_eq!(interner.pair_at(position, "+", "v"), Some((other, None)));
         }
     }
 
