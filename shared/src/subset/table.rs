@@ -126,11 +126,16 @@ impl Table {
         if let [kv] = kvs {
             let at = *kv as usize;
             if at < self.single.len().max(2 * self.singles + ALWAYS) {
-                if self.single.len() <= at {
-                    self.single.resize(at + 1, NO_SET);
+                // The walk makes a key's subsets in value id order: usually the next place.
+                if self.single.len() == at {
+                    self.single.push(set);
+                } else {
+                    if self.single.len() < at {
+                        self.single.resize(at + 1, NO_SET);
+                    }
+                    debug_assert!(self.single[at] == NO_SET);
+                    self.single[at] = set;
                 }
-                debug_assert!(self.single[at] == NO_SET);
-                self.single[at] = set;
                 self.singles += 1;
                 return array_id(*kv);
             }

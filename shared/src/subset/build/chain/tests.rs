@@ -51,6 +51,7 @@ fn index(hosts: usize, lists: [&[u32]; 5]) -> Index {
         hosts,
         starts,
         slots,
+        bitset_at: Vec::new(),
         bitsets: Vec::new(),
         values: [[10, 11].into(), [20, 21, 22].into()].into(),
     }
@@ -124,6 +125,7 @@ fn index_of(hosts: &[Vec<Option<u32>>]) -> Index {
         hosts: hosts.len(),
         starts,
         slots,
+        bitset_at: Vec::new(),
         bitsets: Vec::new(),
         values,
     }
