@@ -105,7 +105,7 @@ struct LongValue {
     span: Span,
 }
 
-/// The hash of a key=value id, for [`Interner::long`].
+/// The hash of a key=value id, for [`Ids::long`].
 fn id_hash(id: u32) -> u64 {
     u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
@@ -113,21 +113,14 @@ fn id_hash(id: u32) -> u64 {
 /// Interned label keys and key=value pairs.
 #[derive(Debug, Default)]
 pub(super) struct Interner {
-    state: FixedState,
-    /// Every interned key and long value, back to back.
-    text: String,
+    /// The key=value ids' fingerprints, keys and long texts, apart from `values`.
+    ids: Ids,
     keys: Vec<(Fingerprint, Span)>,
     /// The first [`FEW_KEYS`] keys, by id.
     few_keys: Lanes,
     key_table: HashTable<u32>,
     /// Per key id: its key=value ids while it has at most [`SMALL`] values, else spilled.
     small: Vec<Lanes>,
-    /// Per key=value id: its value's fingerprint.
-    kv_fps: Vec<Fingerprint>,
-    /// Per key=value id: its key.
-    kv_keys: Vec<u32>,
-    /// The text of the long values, by key=value id.
-    long: HashTable<LongValue>,
     /// Per key with many values (see [`Lanes::spilled`]): its key=value ids, by value.
     values: Vec<HashTable<u32>>,
     /// Key id seen at each label position of the last host interned.
@@ -147,18 +140,25 @@ pub(super) struct Interner {
     expected: usize,
 }
 
-impl Interner {
+/// What confirming and hashing a key=value id reads, apart from the tables of values: a
+/// table is probed and grows while these are borrowed. Taking the table out of the interner
+/// for each probe instead (and putting it back) was a tenth of interning a key unique per host.
+#[derive(Debug, Default)]
+struct Ids {
+    state: FixedState,
+    /// Every interned key and long value, back to back.
+    text: String,
+    /// Per key=value id: its value's fingerprint.
+    kv_fps: Vec<Fingerprint>,
+    /// Per key=value id: its key.
+    kv_keys: Vec<u32>,
+    /// The text of the long values, by key=value id.
+    long: HashTable<LongValue>,
+}
+
+impl Ids {
     fn str(&self, span: Span) -> &str {
         &self.text[span.start..span.start + span.len as usize]
-    }
-
-    fn push_str(&mut self, s: &str) -> Span {
-        let span = Span {
-            start: self.text.len(),
-            len: s.len() as u32,
-        };
-        self.text.push_str(s);
-        span
     }
 
     fn hash(&self, seed: u32, fp: &Fingerprint, s: &str) -> u64 {
@@ -166,6 +166,43 @@ impl Interner {
             true => fp.hash(u64::from(seed)),
             false => self.state.hash_one((seed, s)),
         }
+    }
+
+    /// Whether key=value id `id` has the value of fingerprint `fp` and text `value` (the
+    /// fingerprint decides for a short one).
+    fn is_value(&self, id: u32, fp: &Fingerprint, value: &str) -> bool {
+        self.kv_fps[id as usize].same(fp) && (fp.is_whole() || self.long_text(id) == value)
+    }
+
+    /// The text of long value `id` (empty for a short one, whose fingerprint identifies it).
+    fn long_text(&self, id: u32) -> &str {
+        let found = self.long.find(id_hash(id), |l| l.id == id);
+        found.map_or("", |l| self.str(l.span))
+    }
+
+    /// The hash a lookup of value id `id` computes.
+    fn value_hash(&self, id: u32) -> u64 {
+        let key = self.kv_keys[id as usize];
+        self.hash(key, &self.kv_fps[id as usize], self.long_text(id))
+    }
+}
+
+impl Interner {
+    fn str(&self, span: Span) -> &str {
+        self.ids.str(span)
+    }
+
+    fn push_str(&mut self, s: &str) -> Span {
+        let span = Span {
+            start: self.ids.text.len(),
+            len: s.len() as u32,
+        };
+        self.ids.text.push_str(s);
+        span
+    }
+
+    fn hash(&self, seed: u32, fp: &Fingerprint, s: &str) -> u64 {
+        self.ids.hash(seed, fp, s)
     }
 
     #[inline]
@@ -212,15 +249,12 @@ impl Interner {
         }
         self.few_keys.push(fp, id);
         self.small.push(Lanes::default());
-        let hash = self.hash(u32::MAX, &fp, key);
-        // Out of `self` while it grows: its rehash reads the keys.
-        let mut table = core::mem::take(&mut self.key_table);
-        let this = &*self;
-        table.insert_unique(hash, id, |&id| {
-            let (fp, span) = &this.keys[id as usize];
-            this.hash(u32::MAX, fp, this.str(*span))
+        let (ids, keys) = (&self.ids, &self.keys);
+        let hash = ids.hash(u32::MAX, &fp, key);
+        self.key_table.insert_unique(hash, id, |&id| {
+            let (fp, span) = &keys[id as usize];
+            ids.hash(u32::MAX, fp, ids.str(*span))
         });
-        self.key_table = table;
         id
     }
 
@@ -294,24 +328,12 @@ impl Interner {
     #[inline(never)]
     fn kv_slow(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
         let small = self.small.get(key as usize)?;
-        let same = |&id: &u32| self.is_value(id, fp, value);
+        let same = |&id: &u32| self.ids.is_value(id, fp, value);
         let Some(table) = small.spilled else {
             return small.iter().map(|(_, id)| id).find(same);
         };
         let hash = self.hash(key, fp, value);
         self.values[table as usize].find(hash, same).copied()
-    }
-
-    /// Whether key=value id `id` has the value of fingerprint `fp` and text `value` (the
-    /// fingerprint decides for a short one).
-    fn is_value(&self, id: u32, fp: &Fingerprint, value: &str) -> bool {
-        self.kv_fps[id as usize].same(fp) && (fp.is_whole() || self.long_text(id) == value)
-    }
-
-    /// The text of long value `id` (empty for a short one, whose fingerprint identifies it).
-    fn long_text(&self, id: u32) -> &str {
-        let found = self.long.find(id_hash(id), |l| l.id == id);
-        found.map_or("", |l| self.str(l.span))
     }
 
     /// Requests set `keys` (interned): the first [`SMALL`] in the order of their texts are
@@ -370,20 +392,17 @@ impl Interner {
     /// a second probe to enter it cost its hash again).
     #[inline(never)]
     fn intern_spilled(&mut self, table: u32, key: u32, fp: Fingerprint, value: &str) -> u32 {
-        let hash = self.hash(key, &fp, value);
-        let id = self.kv_fps.len() as u32;
-        // Out of `self` while it may grow: its rehash reads the fingerprints.
-        let mut values = core::mem::take(&mut self.values[table as usize]);
-        let this = &*self;
-        let same = |&id: &u32| this.is_value(id, &fp, value);
-        let found = match values.entry(hash, same, |&id| this.value_hash(id)) {
+        let (ids, values) = (&self.ids, &mut self.values[table as usize]);
+        let hash = ids.hash(key, &fp, value);
+        let id = ids.kv_fps.len() as u32;
+        let same = |&id: &u32| ids.is_value(id, &fp, value);
+        let found = match values.entry(hash, same, |&id| ids.value_hash(id)) {
             Entry::Occupied(entry) => Some(*entry.get()),
             Entry::Vacant(place) => {
                 place.insert(id);
                 None
             }
         };
-        self.values[table as usize] = values;
         found.unwrap_or_else(|| self.push_kv(key, fp, value))
     }
 
@@ -405,13 +424,14 @@ impl Interner {
     /// Gives `key`=`value` the next id, with its fingerprint, key and (if long) text; the
     /// caller enters it where lookups find it.
     fn push_kv(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
-        let id = self.kv_fps.len() as u32;
-        self.kv_fps.push(fp);
-        self.kv_keys.push(key);
+        let id = self.ids.kv_fps.len() as u32;
+        self.ids.kv_fps.push(fp);
+        self.ids.kv_keys.push(key);
         if !fp.is_whole() {
             let span = self.push_str(value);
             let long = LongValue { id, span };
-            self.long
+            self.ids
+                .long
                 .insert_unique(id_hash(id), long, |l| id_hash(l.id));
         }
         id
@@ -434,23 +454,14 @@ impl Interner {
     }
 
     fn insert_value(&mut self, table: u32, id: u32) {
-        let hash = self.value_hash(id);
-        // Out of `self` while it grows: its rehash reads the fingerprints.
-        let mut values = core::mem::take(&mut self.values[table as usize]);
-        values.insert_unique(hash, id, |&id| self.value_hash(id));
-        self.values[table as usize] = values;
-    }
-
-    /// The hash a lookup of value id `id` computes.
-    fn value_hash(&self, id: u32) -> u64 {
-        let key = self.kv_keys[id as usize];
-        self.hash(key, &self.kv_fps[id as usize], self.long_text(id))
+        let (ids, values) = (&self.ids, &mut self.values[table as usize]);
+        values.insert_unique(ids.value_hash(id), id, |&id| ids.value_hash(id));
     }
 
     /// Room for `n` more key=value ids.
     pub(super) fn reserve_kvs(&mut self, n: usize) {
-        self.kv_fps.reserve(n);
-        self.kv_keys.reserve(n);
+        self.ids.kv_fps.reserve(n);
+        self.ids.kv_keys.reserve(n);
     }
 
     /// A build is about to intern the labels of `hosts` hosts.
@@ -462,37 +473,38 @@ impl Interner {
     /// made for values that did not come (a key with a few more values than the lanes hold).
     pub(super) fn shrink_to_fit(&mut self) {
         self.expected = 0;
-        self.text.shrink_to_fit();
-        self.kv_fps.shrink_to_fit();
-        self.kv_keys.shrink_to_fit();
-        self.long.shrink_to(self.long.len(), |l| id_hash(l.id));
-        for table in 0..self.values.len() {
-            let mut values = core::mem::take(&mut self.values[table]);
-            values.shrink_to(values.len(), |&id| self.value_hash(id));
-            self.values[table] = values;
+        self.ids.text.shrink_to_fit();
+        self.ids.kv_fps.shrink_to_fit();
+        self.ids.kv_keys.shrink_to_fit();
+        self.ids
+            .long
+            .shrink_to(self.ids.long.len(), |l| id_hash(l.id));
+        let ids = &self.ids;
+        for values in &mut self.values {
+            values.shrink_to(values.len(), |&id| ids.value_hash(id));
         }
     }
 
     /// The key of a key=value id.
     pub(super) fn kv_key(&self, kv: u32) -> u32 {
-        self.kv_keys[kv as usize]
+        self.ids.kv_keys[kv as usize]
     }
 
     /// Number of key=value ids.
     pub(super) fn kv_count(&self) -> usize {
-        self.kv_fps.len()
+        self.ids.kv_fps.len()
     }
 
     /// Heap bytes held, for the memory figures.
     pub(super) fn heap_bytes(&self) -> usize {
         let values: usize = self.values.iter().map(HashTable::allocation_size).sum();
-        self.text.capacity()
+        self.ids.text.capacity()
             + self.keys.capacity() * size_of::<(Fingerprint, Span)>()
             + self.small.capacity() * size_of::<Lanes>()
-            + self.kv_fps.capacity() * size_of::<Fingerprint>()
-            + self.kv_keys.capacity() * size_of::<u32>()
+            + self.ids.kv_fps.capacity() * size_of::<Fingerprint>()
+            + self.ids.kv_keys.capacity() * size_of::<u32>()
             + self.key_table.allocation_size()
-            + self.long.allocation_size()
+            + self.ids.long.allocation_size()
             + self.values.capacity() * size_of::<HashTable<u32>>()
             + values
             + self.recent.capacity() * 4
