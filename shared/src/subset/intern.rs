@@ -142,7 +142,8 @@ pub(super) struct Interner {
 
 /// What confirming and hashing a key=value id reads, apart from the tables of values: a
 /// table is probed and grows while these are borrowed. Taking the table out of the interner
-/// for each probe instead (and putting it back) was a tenth of interning a key unique per host.
+/// for each probe instead, and putting it back, cost 9% of a build of 100k hosts with a key
+/// unique per host (its stores were among the probe's hottest instructions).
 #[derive(Debug, Default)]
 struct Ids {
     state: FixedState,
