@@ -11,19 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-if ! command -v valgrind > /dev/null; then
-  log "apt-get install valgrind"
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind
-fi
-# Line tables only: the same code as the release build, with names for cg_annotate; in a target
-# directory of its own, as the changed profile would rebuild the release one.
-target="${CARGO_TARGET_DIR:-$ROOT/target}/cachegrind"
-CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
-  cargo build --release -q -p edgewise-benches --example subset_build --target-dir "$target"
-bin="$target/release/examples/subset_build"
+bin="$(cachegrind_example subset_build)"
 
 counts() { # scenario hosts rounds mode -> "Ir D1misses LLmisses"
   valgrind --tool=cachegrind --cache-sim=yes --LL=1048576,16,64 --cachegrind-out-file=/dev/null \

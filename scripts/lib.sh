@@ -32,6 +32,25 @@ wasm_bindgen_bin() {
 export WASM_BINDGEN_BIN
 WASM_BINDGEN_BIN="$(wasm_bindgen_bin)"
 
+# Builds example $1 of edgewise-benches for cachegrind, installing valgrind first if missing,
+# and prints the binary's path. Line tables only: the same code as the release build, with
+# names for cg_annotate; in a target directory of its own, as the changed profile would
+# rebuild the release one.
+cachegrind_example() {
+  if ! command -v valgrind > /dev/null; then
+    log "apt-get install valgrind"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq >&2
+    $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      valgrind >&2
+  fi
+  local target="${CARGO_TARGET_DIR:-$ROOT/target}/cachegrind"
+  CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
+    cargo build --release -q -p edgewise-benches --example "$1" --target-dir "$target" >&2
+  printf '%s\n' "$target/release/examples/$1"
+}
+
 # A TCP port nobody listens on right now.
 free_port() {
   node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'

@@ -11,18 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-if ! command -v valgrind > /dev/null; then
-  log "apt-get install valgrind"
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends valgrind
-fi
-# The same target directory as scripts/build-instructions.sh (line tables for cg_annotate).
-target="${CARGO_TARGET_DIR:-$ROOT/target}/cachegrind"
-CARGO_PROFILE_RELEASE_DEBUG=line-tables-only \
-  cargo build --release -q -p edgewise-benches --example subset_lookup --target-dir "$target"
-bin="$target/release/examples/subset_lookup"
+bin="$(cachegrind_example subset_lookup)"
 
 counts() { # scenario hosts rounds mode -> "Ir D1misses"
   valgrind --tool=cachegrind --cache-sim=yes --cachegrind-out-file=/dev/null \
