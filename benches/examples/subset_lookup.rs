@@ -20,14 +20,7 @@ const REQUESTS: usize = 1024;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let scenario = match args.first().map(String::as_str) {
-        Some("4x3") => Scenario::FourByThree,
-        Some("mosn") => Scenario::Mosn,
-        Some("unique") => Scenario::Unique,
-        _ => return usage(),
-    };
-    let number = |i: usize| args.get(i).and_then(|a| a.parse::<usize>().ok());
-    let (Some(hosts), Some(rounds)) = (number(1), number(2).filter(|&r| r > 0)) else {
+    let Some((scenario, hosts, rounds)) = Scenario::profile_args(&args) else {
         return usage();
     };
     let raw = match args.get(3).map_or("pre", String::as_str) {

@@ -49,6 +49,18 @@ impl Scenario {
         }
     }
 
+    /// The scenario of [`Scenario::name`] `name`.
+    pub fn named(name: &str) -> Option<Scenario> {
+        Scenario::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// `SCENARIO HOSTS ROUNDS`, the profiling examples' first arguments (`rounds` > 0).
+    pub fn profile_args(args: &[String]) -> Option<(Scenario, usize, usize)> {
+        let number = |i: usize| args.get(i).and_then(|a| a.parse::<usize>().ok());
+        let scenario = Scenario::named(args.first()?)?;
+        Some((scenario, number(1)?, number(2).filter(|&r| r > 0)?))
+    }
+
     fn keys(self) -> &'static [&'static str] {
         match self {
             Scenario::FourByThree => &["k0", "k1", "k2", "k3"],
@@ -362,6 +374,25 @@ mod tests {
             .subsets(),
             255
         );
+    }
+
+    #[test]
+    fn scenarios_are_found_by_name() {
+        for scenario in Scenario::ALL {
+            assert_eq!(Scenario::named(scenario.name()), Some(scenario));
+        }
+        assert_eq!(Scenario::named("4X3"), None);
+        let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let parsed = Scenario::profile_args(&args(&["mosn", "8000", "3", "bytes"]));
+        assert_eq!(parsed, Some((Scenario::Mosn, 8000, 3)));
+        for bad in [
+            &["mosn", "8000", "0"][..],
+            &["mosn", "x", "3"],
+            &["other", "1", "1"],
+            &["mosn"],
+        ] {
+            assert_eq!(Scenario::profile_args(&args(bad)), None, "{bad:?}");
+        }
     }
 
     #[test]
