@@ -43,7 +43,7 @@ impl RouteAttribute {
     /// a scan (see [`SubsetLb::set`](crate::SubsetLb::set)).
     pub fn parse_list(list: &str) -> Result<Vec<RouteAttribute>, Error> {
         let entries = list.split(',').map(str::trim).filter(|e| !e.is_empty());
-        let attributes = entries
+        let mut attributes = entries
             .enumerate()
             .map(|(index, entry)| {
                 RouteAttribute::parse(entry).map_err(|r| invalid(index, entry, r))
@@ -57,7 +57,6 @@ impl RouteAttribute {
                 return Err(invalid(index, &a.key, "key listed twice"));
             }
         }
-        let mut attributes = attributes;
         attributes.sort_unstable_by(|a, b| a.key.cmp(&b.key));
         Ok(attributes)
     }
