@@ -162,6 +162,49 @@ impl Ids {
         &self.text[span.start..span.start + span.len as usize]
     }
 
+    fn push_str(&mut self, s: &str) -> Span {
+        let span = Span {
+            start: self.text.len(),
+            len: s.len() as u32,
+        };
+        self.text.push_str(s);
+        span
+    }
+
+    /// Gives `key`=`value` the next id, with its fingerprint, key and (if long) text.
+    fn push(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
+        let id = self.kv_fps.len() as u32;
+        self.kv_fps.push(fp);
+        self.kv_keys.push(key);
+        if !fp.is_whole() {
+            let span = self.push_str(value);
+            let long = LongValue { id, span };
+            self.long
+                .insert_unique(id_hash(id), long, |l| id_hash(l.id));
+        }
+        id
+    }
+
+    /// Room for `n` more ids.
+    fn reserve(&mut self, n: usize) {
+        self.kv_fps.reserve(n);
+        self.kv_keys.reserve(n);
+    }
+
+    fn shrink_to_fit(&mut self) {
+        self.text.shrink_to_fit();
+        self.kv_fps.shrink_to_fit();
+        self.kv_keys.shrink_to_fit();
+        self.long.shrink_to(self.long.len(), |l| id_hash(l.id));
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.text.capacity()
+            + self.kv_fps.capacity() * size_of::<Fingerprint>()
+            + self.kv_keys.capacity() * size_of::<u32>()
+            + self.long.allocation_size()
+    }
+
     fn hash(&self, seed: u32, fp: &Fingerprint, s: &str) -> u64 {
         match fp.is_whole() {
             true => fp.hash(u64::from(seed)),
@@ -191,15 +234,6 @@ impl Ids {
 impl Interner {
     fn str(&self, span: Span) -> &str {
         self.ids.str(span)
-    }
-
-    fn push_str(&mut self, s: &str) -> Span {
-        let span = Span {
-            start: self.ids.text.len(),
-            len: s.len() as u32,
-        };
-        self.ids.text.push_str(s);
-        span
     }
 
     fn hash(&self, seed: u32, fp: &Fingerprint, s: &str) -> u64 {
@@ -242,7 +276,7 @@ impl Interner {
             return id;
         }
         let id = self.keys.len() as u32;
-        let span = self.push_str(key);
+        let span = self.ids.push_str(key);
         self.keys.push((fp, span));
         if id < u64::BITS {
             self.order_known.push(0);
@@ -404,7 +438,7 @@ impl Interner {
                 None
             }
         };
-        found.unwrap_or_else(|| self.push_kv(key, fp, value))
+        found.unwrap_or_else(|| self.ids.push(key, fp, value))
     }
 
     /// Interns a key=value that [`Interner::kv_fp`] did not find, of a key whose values are
@@ -414,26 +448,10 @@ impl Interner {
         // A spilled key's values go through `intern_spilled`: spilling again would drop its
         // table.
         debug_assert!(self.small[key as usize].spilled.is_none());
-        let id = self.push_kv(key, fp, value);
+        let id = self.ids.push(key, fp, value);
         if !self.small[key as usize].push(fp, id) {
             let table = self.spill(key);
             self.insert_value(table, id);
-        }
-        id
-    }
-
-    /// Gives `key`=`value` the next id, with its fingerprint, key and (if long) text; the
-    /// caller enters it where lookups find it.
-    fn push_kv(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
-        let id = self.ids.kv_fps.len() as u32;
-        self.ids.kv_fps.push(fp);
-        self.ids.kv_keys.push(key);
-        if !fp.is_whole() {
-            let span = self.push_str(value);
-            let long = LongValue { id, span };
-            self.ids
-                .long
-                .insert_unique(id_hash(id), long, |l| id_hash(l.id));
         }
         id
     }
@@ -461,8 +479,7 @@ impl Interner {
 
     /// Room for `n` more key=value ids.
     pub(super) fn reserve_kvs(&mut self, n: usize) {
-        self.ids.kv_fps.reserve(n);
-        self.ids.kv_keys.reserve(n);
+        self.ids.reserve(n);
     }
 
     /// A build is about to intern the labels of `hosts` hosts.
@@ -474,12 +491,7 @@ impl Interner {
     /// made for values that did not come (a key with a few more values than the lanes hold).
     pub(super) fn shrink_to_fit(&mut self) {
         self.expected = 0;
-        self.ids.text.shrink_to_fit();
-        self.ids.kv_fps.shrink_to_fit();
-        self.ids.kv_keys.shrink_to_fit();
-        self.ids
-            .long
-            .shrink_to(self.ids.long.len(), |l| id_hash(l.id));
+        self.ids.shrink_to_fit();
         let ids = &self.ids;
         for values in &mut self.values {
             values.shrink_to(values.len(), |&id| ids.value_hash(id));
@@ -499,13 +511,10 @@ impl Interner {
     /// Heap bytes held, for the memory figures.
     pub(super) fn heap_bytes(&self) -> usize {
         let values: usize = self.values.iter().map(HashTable::allocation_size).sum();
-        self.ids.text.capacity()
+        self.ids.heap_bytes()
             + self.keys.capacity() * size_of::<(Fingerprint, Span)>()
             + self.small.capacity() * size_of::<Lanes>()
-            + self.ids.kv_fps.capacity() * size_of::<Fingerprint>()
-            + self.ids.kv_keys.capacity() * size_of::<u32>()
             + self.key_table.allocation_size()
-            + self.ids.long.allocation_size()
             + self.values.capacity() * size_of::<HashTable<u32>>()
             + values
             + self.recent.capacity() * 4
