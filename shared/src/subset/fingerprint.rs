@@ -56,11 +56,17 @@ impl Fingerprint {
     }
 
     /// A hash for strings the fingerprint identifies; longer ones need a hash of every byte
-    /// (they may share their first and last bytes).
+    /// (they may share their first and last bytes). Each multiply is preceded by folding the
+    /// word's high half onto its low one: a product's low bits depend only on its factors' low
+    /// bits, and hash tables probe from the low bits. Without the folds, values that differ
+    /// only past their fifth byte (`host-1234`, `10.0.1.2`) shared a few thousand low 17-bit
+    /// patterns among 100k values, and a table of them probed long chains.
     pub fn hash(&self, seed: u64) -> u64 {
-        const K: u64 = 0x9e37_79b9_7f4a_7c15;
-        let h = (self.head ^ seed).wrapping_mul(K).rotate_left(29) ^ self.tail;
-        let h = h.wrapping_mul(K);
+        const K1: u64 = 0x9e37_79b9_7f4a_7c15;
+        const K2: u64 = 0xd6e8_feb8_6659_fd93;
+        let h = self.head ^ seed.wrapping_mul(K1);
+        let h = (h ^ (h >> 32)).wrapping_mul(K1) ^ self.tail;
+        let h = (h ^ (h >> 32)).wrapping_mul(K2);
         h ^ (h >> 32)
     }
 }
@@ -168,6 +174,19 @@ mod tests {
                     "{a:?} {b:?}"
                 );
             }
+        }
+    }
+
+    /// Values that differ only in their last bytes, as numbered names do, spread over the low
+    /// bits a table probes from about as random hashes would: 4,096 into 4,096 buckets fill
+    /// about 2,590. The hash before this test filled about 1,120 (`host-{i}`, `10.0.{i}`).
+    #[test]
+    fn numbered_values_spread_over_the_low_bits() {
+        for pattern in ["host-", "10.0.", "", "v", "pod-x"] {
+            let buckets: std::collections::HashSet<u64> = (0..4096)
+                .map(|i| Fingerprint::of(&std::format!("{pattern}{i}")).hash(3) & 4095)
+                .collect();
+            assert!(buckets.len() > 2400, "{pattern}: {}", buckets.len());
         }
     }
 }
