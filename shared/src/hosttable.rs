@@ -219,6 +219,13 @@ impl HostTable {
     pub(crate) fn encode_unchecked(&self) -> Vec<u8> {
         wire::encode(self).unwrap()
     }
+
+    /// [`HostTable::encode`] as an encoder other than this one may write it: a pair per label,
+    /// in the hosts' order, repeated as often as hosts share it.
+    #[cfg(test)]
+    pub(crate) fn encode_pair_per_label(&self) -> Vec<u8> {
+        wire::encode_pair_per_label(self)
+    }
 }
 
 /// The archive in a table's bytes, at an address it can be read at.

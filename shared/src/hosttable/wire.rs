@@ -17,6 +17,7 @@ use hashbrown::HashMap;
 
 use super::config::ArchivedSubsetConfig;
 use super::{Host, HostTable, HostTableError, MAX_HOSTS, SubsetConfig, deserialize_config};
+use crate::hosttable::validate::before;
 use crate::hosttable::view::HostView;
 
 /// The format number of tables and deltas this build reads and writes: 1 was an archive of
@@ -88,12 +89,32 @@ pub(crate) fn encode(table: &HostTable) -> Result<Vec<u8>, HostTableError> {
     Ok(frame(&TABLE_MAGIC, &archive))
 }
 
+/// See [`HostTable::encode_pair_per_label`].
+#[cfg(test)]
+pub(crate) fn encode_pair_per_label(table: &HostTable) -> Vec<u8> {
+    let mut wire = Wire::new(table).unwrap();
+    let (keys, mut labels) = (&wire.keys, Vec::new());
+    let (mut pair_keys, mut values, mut value_ends) = (Vec::new(), String::new(), Vec::new());
+    for (k, v) in table.hosts.iter().flat_map(|h| &h.labels) {
+        labels.push(pair_keys.len() as u32);
+        pair_keys.push(keys.iter().position(|key| key == k).unwrap() as u32);
+        values.push_str(v);
+        value_ends.push(values.len() as u32);
+    }
+    (wire.labels, wire.pair_keys, wire.values, wire.value_ends) =
+        (labels, pair_keys, values, value_ends);
+    frame(
+        &TABLE_MAGIC,
+        &rkyv::to_bytes::<rkyv::rancor::Failure>(&wire).unwrap(),
+    )
+}
+
 /// Positions of strings in a dictionary being made.
 type Positions<K> = HashMap<K, u32, foldhash::fast::FixedState>;
 
 impl Wire {
     /// `None` if an offset does not fit in 32 bits.
-    fn new(table: &HostTable) -> Option<Wire> {
+    fn new<'a>(table: &'a HostTable) -> Option<Wire> {
         let mut keys: Vec<&str> = table
             .hosts
             .iter()
@@ -104,18 +125,25 @@ impl Wire {
         let key_at: Positions<&str> = (0u32..).zip(keys.iter().copied()).map(swap).collect();
         let mut wire = Wire::empty(table, keys.len());
         wire.keys.extend(keys.iter().map(|k| String::from(*k)));
-        let mut pair_at: Positions<(u32, &str)> = HashMap::default();
+        let pair = |(k, v): (&'a String, &'a String)| (key_at[k.as_str()], v.as_str());
+        // Ascending, so that a decoder knows them distinct by comparing neighbours, and interns
+        // each key's values at once (see `Columns::pairs_ascend`).
+        let mut pairs: Vec<(u32, &str)> = table
+            .hosts
+            .iter()
+            .flat_map(|h| h.labels.iter().map(pair))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        for &(k, v) in &pairs {
+            wire.pair_keys.push(k);
+            wire.values.push_str(v);
+            wire.value_ends.push(end(&wire.values)?);
+        }
+        let pair_at: Positions<(u32, &str)> = (0u32..).zip(pairs).map(swap).collect();
         for host in &table.hosts {
-            for (k, v) in &host.labels {
-                let pair = (key_at[k.as_str()], v.as_str());
-                let next = wire.pair_keys.len() as u32;
-                let p = *pair_at.entry(pair).or_insert(next);
-                if p == next {
-                    wire.pair_keys.push(pair.0);
-                    wire.values.push_str(v);
-                    wire.value_ends.push(end(&wire.values)?);
-                }
-                wire.labels.push(p);
+            for label in &host.labels {
+                wire.labels.push(pair_at[&pair(label)]);
             }
             wire.label_ends.push(u32::try_from(wire.labels.len()).ok()?);
             wire.addresses.push_str(&host.address);
@@ -344,7 +372,41 @@ impl<'a> Columns<'a> {
     /// The pairs: each one's key position and value.
     pub(crate) fn pairs(&self) -> impl Iterator<Item = (usize, &'a str)> {
         let keys = self.wire.pair_keys.iter().map(|k| k.to_native() as usize);
-        keys.zip(pieces(&self.wire.values, &self.wire.value_ends))
+        keys.zip(self.values())
+    }
+
+    /// The pairs' values, in order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &'a str> {
+        pieces(&self.wire.values, &self.wire.value_ends)
+    }
+
+    /// Whether the pairs ascend strictly, by key position and then value, as `encode` writes
+    /// them: then no two are the same, and each key's pairs lie together (see
+    /// [`Columns::key_runs`]).
+    pub(crate) fn pairs_ascend(&self) -> bool {
+        let keys = self.wire.pair_keys.iter().map(|k| k.to_native());
+        let values = pieces(&self.wire.values, &self.wire.value_ends).map(str::as_bytes);
+        let mut pairs = keys.zip(values);
+        let Some(mut last) = pairs.next() else {
+            return true;
+        };
+        pairs.all(|pair| {
+            let ascends = last.0 < pair.0 || (last.0 == pair.0 && before(last.1, pair.1));
+            last = pair;
+            ascends
+        })
+    }
+
+    /// The pairs' keys as runs: each key position with how many pairs in a row have it.
+    pub(crate) fn key_runs(&self) -> impl Iterator<Item = (usize, usize)> + 'a {
+        let keys = &self.wire.pair_keys[..];
+        let mut at = 0;
+        core::iter::from_fn(move || {
+            let key = keys.get(at)?;
+            let run = keys[at..].iter().take_while(|k| *k == key).count();
+            at += run;
+            Some((key.to_native() as usize, run))
+        })
     }
 
     /// The table, owned (not validated).

@@ -136,21 +136,63 @@ impl Pairs {
         interner.expect_hosts(count.min(columns.len()));
         interner.reserve_kvs(count);
         if list_as_any {
-            pairs.starts.reserve_exact(count + 1);
-            pairs.starts.push(0);
-        }
-        for (key, value) in columns.pairs() {
-            let (id, text) = keys[key];
-            pairs.fit &= label_fits(text, value);
-            if list_as_any {
-                let items = list_items(value).map(|item| interner.intern_kv(id, item));
-                pairs.kvs.extend(items);
-                pairs.starts.push(pairs.kvs.len() as u32);
-            } else {
-                pairs.kvs.push(interner.intern_kv(id, value));
-            }
+            pairs.intern_items(interner, columns, &keys);
+        } else if columns.pairs_ascend() {
+            pairs.intern_runs(interner, columns, &keys);
+        } else {
+            pairs.intern_each(interner, columns, &keys);
         }
         pairs
+    }
+
+    /// Interns each pair (they may repeat: a table not from `encode`).
+    fn intern_each(
+        &mut self,
+        interner: &mut Interner,
+        columns: &Columns<'_>,
+        keys: &[(u32, &str)],
+    ) {
+        for (key, value) in columns.pairs() {
+            let (id, text) = keys[key];
+            self.fit &= label_fits(text, value);
+            self.kvs.push(interner.intern_kv(id, value));
+        }
+    }
+
+    /// Interns the pairs, distinct and in runs of one key each ([`Columns::pairs_ascend`]): a
+    /// key's values at once.
+    fn intern_runs(
+        &mut self,
+        interner: &mut Interner,
+        columns: &Columns<'_>,
+        keys: &[(u32, &str)],
+    ) {
+        let mut values = columns.values();
+        for (key, count) in columns.key_runs() {
+            let (id, text) = keys[key];
+            let fit = &mut self.fit;
+            let run = values.by_ref().take(count);
+            let run = run.inspect(|value| *fit &= label_fits(text, value));
+            interner.intern_distinct(id, run, count, &mut self.kvs);
+        }
+    }
+
+    /// Interns each item of each pair's value, as `list_as_any` wants.
+    fn intern_items(
+        &mut self,
+        interner: &mut Interner,
+        columns: &Columns<'_>,
+        keys: &[(u32, &str)],
+    ) {
+        self.starts.reserve_exact(columns.pair_count() + 1);
+        self.starts.push(0);
+        for (key, value) in columns.pairs() {
+            let (id, text) = keys[key];
+            self.fit &= label_fits(text, value);
+            let items = list_items(value).map(|item| interner.intern_kv(id, item));
+            self.kvs.extend(items);
+            self.starts.push(self.kvs.len() as u32);
+        }
     }
 
     /// Pushes the key=value ids of the pairs at positions `labels` onto `kvs`.

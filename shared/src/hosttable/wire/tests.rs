@@ -57,6 +57,28 @@ fn pairs_and_keys_are_stored_once() {
     assert_eq!(SubsetLb::decode(&bytes).unwrap().len(), 3);
 }
 
+/// Pairs are written ascending by key and value whatever order hosts name them in, which
+/// a decoder checks; one written otherwise (repeated, out of order) decodes all the same.
+#[test]
+fn pairs_ascend_as_written() {
+    let mut table = table();
+    table.hosts.reverse();
+    let wire = Wire::new(&table).unwrap();
+    assert_eq!(wire.pair_keys, [0, 1, 2, 2]);
+    assert_eq!(wire.values, "1é34");
+    assert_eq!(wire.labels, [0, 3, 0, 1, 2]);
+    let ascend = |bytes: &[u8]| {
+        let aligned = crate::hosttable::table_archive(bytes).unwrap();
+        let columns = Columns::new(aligned.access().unwrap()).unwrap();
+        columns.pairs_ascend()
+    };
+    assert!(ascend(&table.encode().unwrap()));
+    let repeated = table.encode_pair_per_label();
+    assert!(!ascend(&repeated));
+    assert_eq!(HostTable::decode(&repeated).unwrap(), table);
+    assert_eq!(SubsetLb::decode(&repeated).unwrap().len(), 3);
+}
+
 #[test]
 fn header_names_the_format() {
     let bytes = table().encode().unwrap();
