@@ -37,7 +37,8 @@ pub(crate) struct Wire {
     subset: SubsetConfig,
     /// Label keys, strictly ascending: a host's keys ascend as their positions do.
     keys: Vec<String>,
-    /// Per pair, the position of its key in `keys`.
+    /// Per pair, the position of its key in `keys`. `encode` writes the pairs ascending by key
+    /// and value; decoders take any order (see `Columns::pairs_ascend`).
     pair_keys: Vec<u32>,
     /// Pair values back to back; pair `p`'s ends at `value_ends[p]`.
     values: String,
