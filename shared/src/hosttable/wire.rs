@@ -386,8 +386,7 @@ impl<'a> Columns<'a> {
     /// [`Columns::key_runs`]).
     pub(crate) fn pairs_ascend(&self) -> bool {
         let keys = self.wire.pair_keys.iter().map(|k| k.to_native());
-        let values = pieces(&self.wire.values, &self.wire.value_ends).map(str::as_bytes);
-        let mut pairs = keys.zip(values);
+        let mut pairs = keys.zip(self.values().map(str::as_bytes));
         let Some(mut last) = pairs.next() else {
             return true;
         };
