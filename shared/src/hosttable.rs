@@ -49,7 +49,7 @@ pub use validate::{
 };
 pub(crate) use validate::{
     address_fits, before, config as validate_config, host as validate_host, host_fits_but_labels,
-    hosts as validate_hosts, label_count_fits, label_fits, plain_addresses, weight_fits,
+    hosts as validate_hosts, label_count_fits, label_fits, scan_addresses, weight_fits,
 };
 pub(crate) use view::HostView;
 pub(crate) use wire::Columns;

@@ -10,6 +10,7 @@ use super::config::ArchivedSubsetConfig;
 use super::error::shown;
 use super::view::HostView;
 use super::{HostTable, HostTableError, SelectorFallback, SubsetConfig, SubsetSelector};
+use crate::origin::Scanned;
 use crate::{Error, Origin};
 
 /// Most hosts a table may have.
@@ -41,11 +42,18 @@ pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
     if hosts.len() > MAX_HOSTS {
         return Err(HostTableError::TooManyHosts(hosts.len()));
     }
+    let scanned = scan_addresses(hosts.iter().map(H::address));
+    if scanned.plain && scanned.ascending {
+        // Addresses ascending strictly repeat none.
+        return hosts
+            .iter()
+            .enumerate()
+            .try_for_each(|(index, host)| checked_host(index, host, true));
+    }
     let mut seen =
         HashMap::with_capacity_and_hasher(hosts.len(), foldhash::fast::FixedState::default());
-    let addresses_valid = plain_addresses(hosts.iter().map(H::address));
     for (index, host) in hosts.iter().enumerate() {
-        checked_host(index, host, addresses_valid)?;
+        checked_host(index, host, scanned.plain)?;
         if let Some(first) = seen.insert(host.address(), index) {
             return Err(HostTableError::DuplicateAddress {
                 first,
@@ -62,11 +70,10 @@ pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableE
     checked_host(index, host, false)
 }
 
-/// Whether every address is a plain valid origin (see
-/// [`all_plainly_valid`](crate::origin::all_plainly_valid)), checked two at a time; `false`
-/// leaves the addresses to be checked one by one.
-pub(crate) fn plain_addresses<'a>(addresses: impl Iterator<Item = &'a str>) -> bool {
-    crate::origin::all_plainly_valid(addresses, MAX_ADDRESS_LEN)
+/// Whether every address is a plain valid origin, and whether they ascend strictly (see
+/// [`scan_plain`](crate::origin::scan_plain)); addresses not all plain are checked one by one.
+pub(crate) fn scan_addresses<'a>(addresses: impl Iterator<Item = &'a str>) -> Scanned {
+    crate::origin::scan_plain(addresses, MAX_ADDRESS_LEN)
 }
 
 /// [`host`], but for its address when `address_valid`.
@@ -91,7 +98,7 @@ fn checked_host<H: HostView>(
 }
 
 /// [`host`] short of a walk of the labels, and of the address when `address_valid` (it passed
-/// [`plain_addresses`]): the labels' count is checked, each one is left to the caller. The
+/// [`scan_addresses`]): the labels' count is checked, each one is left to the caller. The
 /// index build makes the same checks by [`host_fits_but_labels`] and [`label_fits`] as it
 /// interns the labels, one walk of each host's labels instead of two.
 fn host_but_labels<H: HostView>(

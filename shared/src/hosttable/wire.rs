@@ -17,7 +17,6 @@ use hashbrown::HashMap;
 
 use super::config::ArchivedSubsetConfig;
 use super::{Host, HostTable, HostTableError, MAX_HOSTS, SubsetConfig, deserialize_config};
-use crate::hosttable::validate::before;
 use crate::hosttable::view::HostView;
 
 /// The format number of tables and deltas this build reads and writes: 1 was an archive of
@@ -291,8 +290,9 @@ impl<'a> Columns<'a> {
     }
 
     /// Whether every host passes [`host_fits_but_labels`](super::host_fits_but_labels), checked
-    /// column by column: weights, label counts, addresses.
-    pub(crate) fn hosts_fit_but_labels(&self) -> bool {
+    /// column by column: weights, label counts, addresses. `Some(true)` if the addresses were
+    /// also found to ascend strictly, `Some(false)` if not or not known.
+    pub(crate) fn hosts_fit_but_labels(&self) -> Option<bool> {
         let weights = self.wire.weights.iter();
         let weighed = weights.fold(true, |ok, w| ok & super::weight_fits(w.to_native()));
         let mut start = 0;
@@ -302,10 +302,12 @@ impl<'a> Columns<'a> {
             start = end;
             ok & super::label_count_fits(count)
         });
-        weighed
-            && counted
-            && (super::plain_addresses(self.addresses())
-                || self.addresses().all(super::address_fits))
+        if !(weighed && counted) {
+            return None;
+        }
+        let scanned = super::scan_addresses(self.addresses());
+        let fit = scanned.plain || self.addresses().all(super::address_fits);
+        fit.then_some(scanned.plain && scanned.ascending)
     }
 
     /// Each host's weight and health, in host order.
@@ -384,6 +386,7 @@ impl<'a> Columns<'a> {
     /// Whether the pairs ascend strictly, by key position and then value, as `encode` writes
     /// them: then no two are the same, and each key's pairs lie together (see
     /// [`Columns::key_runs`]).
+    #[cfg(test)]
     pub(crate) fn pairs_ascend(&self) -> bool {
         let keys = self.wire.pair_keys.iter().map(|k| k.to_native());
         let mut pairs = keys.zip(self.values().map(str::as_bytes));
@@ -391,6 +394,7 @@ impl<'a> Columns<'a> {
             return true;
         };
         pairs.all(|pair| {
+            let before = crate::hosttable::validate::before;
             let ascends = last.0 < pair.0 || (last.0 == pair.0 && before(last.1, pair.1));
             last = pair;
             ascends

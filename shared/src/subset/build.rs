@@ -17,9 +17,10 @@ use super::subsets::Subsets;
 use super::table::Table;
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
 use crate::hosttable::{
-    Columns, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, plain_addresses,
+    Columns, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, scan_addresses,
     validate_config, weight_fits,
 };
+use crate::origin::Scanned;
 use crate::{Host, SubsetConfig};
 
 mod chain;
@@ -57,7 +58,11 @@ pub(super) fn build<H: HostView>(
     lb.interner.expect_hosts(hosts.len());
     // Labels (and an archive's label order) are checked as `record` interns them, not in a
     // walk of their own: visiting an archived host's labels was a fifth of a build from bytes.
-    let addresses_valid = checks == Checks::All && plain_addresses(hosts.iter().map(H::address));
+    let scanned = match checks {
+        Checks::All => scan_addresses(hosts.iter().map(H::address)),
+        Checks::IndexOnly => Scanned::default(),
+    };
+    let addresses_valid = scanned.plain;
     for host in hosts {
         let valid = match checks {
             Checks::All => host_fits_but_labels(host, addresses_valid),
@@ -71,7 +76,7 @@ pub(super) fn build<H: HostView>(
             return Err(());
         }
     }
-    lb.finish(uniform(hosts))
+    lb.finish(uniform(hosts), scanned.plain && scanned.ascending)
 }
 
 /// The index of the columns of a table's bytes, or `Err` if the table breaks a rule of
@@ -86,9 +91,9 @@ pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Res
     let mut lb = SubsetLb::started(columns.version(), config, n, text, labels)?;
     let pairs = Pairs::new(&mut lb, columns);
     // Every pair is some host's label (`Columns::new`): one that does not fit is a host's.
-    if !pairs.fit || !columns.hosts_fit_but_labels() {
+    let Some(ascending) = columns.hosts_fit_but_labels().filter(|_| pairs.fit) else {
         return Err(());
-    }
+    };
     lb.push_slots(columns.slots());
     // Addresses in one copy, not one per host.
     let text = lb.records.push_text(columns.all_addresses());
@@ -104,7 +109,7 @@ pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Res
         let kvs = columns.labels().map(|p| pairs.kvs[p]);
         (lb.records).push_all(text, columns.address_ends(), columns.label_ends(), kvs);
     }
-    lb.finish(columns.uniform())
+    lb.finish(columns.uniform(), ascending)
 }
 
 /// The key=value ids of a table's pairs, by position: one per pair, or with `list_as_any`
@@ -137,30 +142,16 @@ impl Pairs {
         interner.reserve_kvs(count);
         if list_as_any {
             pairs.intern_items(interner, columns, &keys);
-        } else if columns.pairs_ascend() {
-            pairs.intern_runs(interner, columns, &keys);
         } else {
-            pairs.intern_each(interner, columns, &keys);
+            pairs.intern_runs(interner, columns, &keys);
         }
         pairs
     }
 
-    /// Interns each pair (they may repeat: a table not from `encode`).
-    fn intern_each(
-        &mut self,
-        interner: &mut Interner,
-        columns: &Columns<'_>,
-        keys: &[(u32, &str)],
-    ) {
-        for (key, value) in columns.pairs() {
-            let (id, text) = keys[key];
-            self.fit &= label_fits(text, value);
-            self.kvs.push(interner.intern_kv(id, value));
-        }
-    }
-
-    /// Interns the pairs, distinct and in runs of one key each ([`Columns::pairs_ascend`]): a
-    /// key's values at once.
+    /// Interns the pairs a key's run at a time ([`Columns::key_runs`]): as `encode` writes
+    /// them, each key's values lie together and ascend, and [`Interner::intern_run`] interns
+    /// those of a key with many without a probe each. Any order works, though: a key whose
+    /// pairs lie apart, or values that repeat, take the usual probe.
     fn intern_runs(
         &mut self,
         interner: &mut Interner,
@@ -173,7 +164,7 @@ impl Pairs {
             let fit = &mut self.fit;
             let run = values.by_ref().take(count);
             let run = run.inspect(|value| *fit &= label_fits(text, value));
-            interner.intern_distinct(id, run, count, &mut self.kvs);
+            interner.intern_run(id, run, count, &mut self.kvs);
         }
     }
 
@@ -227,10 +218,12 @@ impl SubsetLb {
 
     /// The index of the hosts recorded: addresses claimed, subsets made by the walk of the
     /// selectors' trie, the default subset; `Err` if two hosts share an address. `uniform` is
-    /// the weight of every host when all are healthy and weigh the same.
-    fn finish(mut self, uniform: Option<u32>) -> Result<SubsetLb, ()> {
+    /// the weight of every host when all are healthy and weigh the same; `ascending`, that the
+    /// addresses were found to ascend strictly in slot order.
+    fn finish(mut self, uniform: Option<u32>, ascending: bool) -> Result<SubsetLb, ()> {
         // A pass of its own over the records, once they are all made (see `Addresses::claim`).
-        let Some(addresses) = Addresses::claim(&self.records, self.slots.len() as u32) else {
+        let slots = self.slots.len() as u32;
+        let Some(addresses) = Addresses::claim(&self.records, slots, ascending) else {
             return Err(());
         };
         self.addresses = addresses;

@@ -16,7 +16,7 @@ fn ascending_addresses_keep_no_table_and_are_found_by_search() {
     let list: Vec<String> = (0..100).map(|i| format!("http://10.0.0.{i:03}")).collect();
     let list: Vec<&str> = list.iter().map(String::as_str).collect();
     let records = recorded(&list);
-    let addresses = Addresses::claim(&records, 100).unwrap();
+    let addresses = Addresses::claim(&records, 100, false).unwrap();
     assert!(addresses.hashed.is_none());
     assert_eq!(addresses.heap_bytes(), 0);
     for (s, address) in list.iter().enumerate() {
@@ -43,7 +43,7 @@ fn repeats_are_refused_in_order_or_not() {
     ] {
         let records = recorded(list);
         assert!(
-            Addresses::claim(&records, list.len() as u32).is_none(),
+            Addresses::claim(&records, list.len() as u32, false).is_none(),
             "{list:?}"
         );
     }
@@ -55,7 +55,7 @@ fn repeats_are_refused_in_order_or_not() {
         &["a", "ab", "b"],
     ] {
         let records = recorded(list);
-        let addresses = Addresses::claim(&records, list.len() as u32).unwrap();
+        let addresses = Addresses::claim(&records, list.len() as u32, false).unwrap();
         for (s, address) in list.iter().enumerate() {
             assert_eq!(
                 addresses.find(&records, list.len() as u32, address),
@@ -68,7 +68,7 @@ fn repeats_are_refused_in_order_or_not() {
 #[test]
 fn the_first_change_hashes_the_build_order() {
     let records = recorded(&["a", "b", "c"]);
-    let mut addresses = Addresses::claim(&records, 3).unwrap();
+    let mut addresses = Addresses::claim(&records, 3, false).unwrap();
     addresses.remove(&records, 3, 1);
     assert!(addresses.heap_bytes() > 0);
     assert_eq!(addresses.find(&records, 3, "b"), None);
@@ -77,7 +77,7 @@ fn the_first_change_hashes_the_build_order() {
 
     // An added host past the build's, out of order: its slot is the first new one.
     let mut records = recorded(&["b", "c", "a"]);
-    let mut addresses = Addresses::claim(&recorded(&["b", "c"]), 2).unwrap();
+    let mut addresses = Addresses::claim(&recorded(&["b", "c"]), 2, false).unwrap();
     addresses.insert(&records, 2);
     for (s, address) in ["b", "c", "a"].iter().enumerate() {
         assert_eq!(addresses.find(&records, 3, address), Some(s as u32));
