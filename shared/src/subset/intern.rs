@@ -8,7 +8,7 @@
 //! unpredictable, and an early exit from the scan cost a mispredicted branch per pair (about
 //! half of a lookup from raw strings).
 //! A key with many values (one unique per host) switches to a hash table of its own, of value
-//! ids: a candidate is confirmed by the value's fingerprint, kept per id (one load), and for a
+//! ids ([`Values`]): a candidate is confirmed by the value's fingerprint, kept per id (one load), and for a
 //! long value its text. Values up to 15 bytes keep no text at all: their fingerprint is the
 //! string. A key unique per host holds 100k values in ~2 MiB that way (fingerprints, keys, the
 //! table); with the text, a span and the fingerprint in each table entry it held 5.2 MiB.
@@ -21,10 +21,13 @@ use core::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
-use hashbrown::hash_table::Entry;
 
 use super::fingerprint::Fingerprint;
+
+mod values;
+
 use crate::hosttable::before;
+use values::Values;
 
 /// Most values a key keeps in its list; beyond, its values go to the hash table.
 const SMALL: usize = 8;
@@ -123,7 +126,7 @@ pub(super) struct Interner {
     /// Per key id: its key=value ids while it has at most [`SMALL`] values, else spilled.
     small: Vec<Lanes>,
     /// Per key with many values (see [`Lanes::spilled`]): its key=value ids, by value.
-    values: Vec<HashTable<u32>>,
+    values: Vec<Values>,
     /// Key id seen at each label position of the last host interned.
     recent: Vec<u32>,
     /// The keys requests set (the selectors'), the first [`SMALL`] in the order of their
@@ -369,7 +372,7 @@ impl Interner {
             return small.iter().map(|(_, id)| id).find(same);
         };
         let hash = self.hash(key, fp, value);
-        self.values[table as usize].find(hash, same).copied()
+        self.values[table as usize].find(hash, |id| same(&id))
     }
 
     /// Requests set `keys` (interned): the first [`SMALL`] in the order of their texts are
@@ -423,23 +426,18 @@ impl Interner {
         }
     }
 
-    /// [`Interner::intern_kv`] of a key whose values went to `table`: one probe both finds
-    /// the value and makes its place (a key unique per host brings a new value per host, and
-    /// a second probe to enter it cost its hash again).
+    /// [`Interner::intern_kv`] of a key whose values went to `table`: the value's hash made
+    /// once, for the probe that looks for it and the one that enters it.
     #[inline(never)]
     fn intern_spilled(&mut self, table: u32, key: u32, fp: Fingerprint, value: &str) -> u32 {
         let (ids, values) = (&self.ids, &mut self.values[table as usize]);
         let hash = ids.hash(key, &fp, value);
         let id = ids.kv_fps.len() as u32;
-        let same = |&id: &u32| ids.is_value(id, &fp, value);
-        let found = match values.entry(hash, same, |&id| ids.value_hash(id)) {
-            Entry::Occupied(entry) => Some(*entry.get()),
-            Entry::Vacant(place) => {
-                place.insert(id);
-                None
-            }
-        };
-        found.unwrap_or_else(|| self.ids.push(key, fp, value))
+        if let Some(found) = values.find(hash, |id| ids.is_value(id, &fp, value)) {
+            return found;
+        }
+        values.insert_unique(hash, id, |id| ids.value_hash(id));
+        self.ids.push(key, fp, value)
     }
 
     /// Interns a run of `values` of `key`, `count` of them, pushing their ids onto `kvs`.
@@ -477,10 +475,8 @@ impl Interner {
             kvs.push(self.ids.push(key, fp, value));
         }
         let ids = &self.ids;
-        let mut table = HashTable::with_capacity(count);
-        for (id, hash) in (first..).zip(hashes) {
-            table.insert_unique(hash, id, |&id| ids.value_hash(id));
-        }
+        let mut table = Values::with_capacity(count);
+        table.fill(first, &hashes, |id| ids.value_hash(id));
         self.small[key as usize].spilled = Some(self.values.len() as u32);
         self.values.push(table);
         let rest = unordered.into_iter().chain(values);
@@ -509,9 +505,8 @@ impl Interner {
         self.small[key as usize].spilled = Some(table);
         // The build's room goes to the first key to spill (a key unique per host spills
         // within its first hosts): a table each would hold the host count per key at once.
-        self.values.push(HashTable::with_capacity(core::mem::take(
-            &mut self.expected,
-        )));
+        self.values
+            .push(Values::with_capacity(core::mem::take(&mut self.expected)));
         moved
             .iter()
             .for_each(|(_, id)| self.insert_value(table, id));
@@ -520,7 +515,7 @@ impl Interner {
 
     fn insert_value(&mut self, table: u32, id: u32) {
         let (ids, values) = (&self.ids, &mut self.values[table as usize]);
-        values.insert_unique(ids.value_hash(id), id, |&id| ids.value_hash(id));
+        values.insert_unique(ids.value_hash(id), id, |id| ids.value_hash(id));
     }
 
     /// Room for `n` more key=value ids.
@@ -540,7 +535,7 @@ impl Interner {
         self.ids.shrink_to_fit();
         let ids = &self.ids;
         for values in &mut self.values {
-            values.shrink_to(values.len(), |&id| ids.value_hash(id));
+            values.shrink_to_fit(|id| ids.value_hash(id));
         }
     }
 
@@ -556,12 +551,12 @@ impl Interner {
 
     /// Heap bytes held, for the memory figures.
     pub(super) fn heap_bytes(&self) -> usize {
-        let values: usize = self.values.iter().map(HashTable::allocation_size).sum();
+        let values: usize = self.values.iter().map(Values::heap_bytes).sum();
         self.ids.heap_bytes()
             + self.keys.capacity() * size_of::<(Fingerprint, Span)>()
             + self.small.capacity() * size_of::<Lanes>()
             + self.key_table.allocation_size()
-            + self.values.capacity() * size_of::<HashTable<u32>>()
+            + self.values.capacity() * size_of::<Values>()
             + values
             + self.recent.capacity() * 4
             + (self.order_known.capacity() + self.order_less.capacity()) * 8
