@@ -291,6 +291,13 @@ pub(crate) struct Scanned {
     pub ascending: bool,
 }
 
+impl Scanned {
+    /// Whether the URLs ascend strictly, if the scan read them all (`None` if not plain).
+    pub fn order(&self) -> Option<bool> {
+        self.plain.then_some(self.ascending)
+    }
+}
+
 /// Whether every one of `urls` is [`plainly_valid`] and at most `max_len` bytes long (if
 /// not, [`Origin::check`] gives the verdicts one by one), and whether they ascend strictly, in
 /// one pass. A host table's addresses come sorted, and each shares most of its bytes with the

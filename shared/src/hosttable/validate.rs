@@ -43,7 +43,7 @@ pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
         return Err(HostTableError::TooManyHosts(hosts.len()));
     }
     let scanned = scan_addresses(hosts.iter().map(H::address));
-    if scanned.plain && scanned.ascending {
+    if scanned.order() == Some(true) {
         // Addresses ascending strictly repeat none.
         return hosts
             .iter()

@@ -18,6 +18,7 @@ use hashbrown::HashMap;
 use super::config::ArchivedSubsetConfig;
 use super::{Host, HostTable, HostTableError, MAX_HOSTS, SubsetConfig, deserialize_config};
 use crate::hosttable::view::HostView;
+use crate::origin::Scanned;
 
 /// The format number of tables and deltas this build reads and writes: 1 was an archive of
 /// [`HostTable`] itself, without a header.
@@ -290,9 +291,9 @@ impl<'a> Columns<'a> {
     }
 
     /// Whether every host passes [`host_fits_but_labels`](super::host_fits_but_labels), checked
-    /// column by column: weights, label counts, addresses. `Some(true)` if the addresses were
-    /// also found to ascend strictly, `Some(false)` if not or not known.
-    pub(crate) fn hosts_fit_but_labels(&self) -> Option<bool> {
+    /// column by column: weights, label counts, addresses. If they do, what the scan of the
+    /// addresses found (their order, when they are all plain).
+    pub(crate) fn hosts_fit_but_labels(&self) -> Option<Scanned> {
         let weights = self.wire.weights.iter();
         let weighed = weights.fold(true, |ok, w| ok & super::weight_fits(w.to_native()));
         let mut start = 0;
@@ -307,7 +308,7 @@ impl<'a> Columns<'a> {
         }
         let scanned = super::scan_addresses(self.addresses());
         let fit = scanned.plain || self.addresses().all(super::address_fits);
-        fit.then_some(scanned.plain && scanned.ascending)
+        fit.then_some(scanned)
     }
 
     /// Each host's weight and health, in host order.

@@ -62,10 +62,9 @@ pub(super) fn build<H: HostView>(
         Checks::All => scan_addresses(hosts.iter().map(H::address)),
         Checks::IndexOnly => Scanned::default(),
     };
-    let addresses_valid = scanned.plain;
     for host in hosts {
         let valid = match checks {
-            Checks::All => host_fits_but_labels(host, addresses_valid),
+            Checks::All => host_fits_but_labels(host, scanned.plain),
             Checks::IndexOnly => weight_fits(host.weight()),
         };
         if !valid {
@@ -76,7 +75,7 @@ pub(super) fn build<H: HostView>(
             return Err(());
         }
     }
-    lb.finish(uniform(hosts), scanned.plain && scanned.ascending)
+    lb.finish(uniform(hosts), scanned.order())
 }
 
 /// The index of the columns of a table's bytes, or `Err` if the table breaks a rule of
@@ -91,7 +90,7 @@ pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Res
     let mut lb = SubsetLb::started(columns.version(), config, n, text, labels)?;
     let pairs = Pairs::new(&mut lb, columns);
     // Every pair is some host's label (`Columns::new`): one that does not fit is a host's.
-    let Some(ascending) = columns.hosts_fit_but_labels().filter(|_| pairs.fit) else {
+    let Some(scanned) = columns.hosts_fit_but_labels().filter(|_| pairs.fit) else {
         return Err(());
     };
     lb.push_slots(columns.slots());
@@ -109,7 +108,7 @@ pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Res
         let kvs = columns.labels().map(|p| pairs.kvs[p]);
         (lb.records).push_all(text, columns.address_ends(), columns.label_ends(), kvs);
     }
-    lb.finish(columns.uniform(), ascending)
+    lb.finish(columns.uniform(), scanned.order())
 }
 
 /// The key=value ids of a table's pairs, by position: one per pair, or with `list_as_any`
@@ -218,9 +217,9 @@ impl SubsetLb {
 
     /// The index of the hosts recorded: addresses claimed, subsets made by the walk of the
     /// selectors' trie, the default subset; `Err` if two hosts share an address. `uniform` is
-    /// the weight of every host when all are healthy and weigh the same; `ascending`, that the
-    /// addresses were found to ascend strictly in slot order.
-    fn finish(mut self, uniform: Option<u32>, ascending: bool) -> Result<SubsetLb, ()> {
+    /// the weight of every host when all are healthy and weigh the same; `ascending`, whether
+    /// the addresses ascend strictly in slot order, if known.
+    fn finish(mut self, uniform: Option<u32>, ascending: Option<bool>) -> Result<SubsetLb, ()> {
         // A pass of its own over the records, once they are all made (see `Addresses::claim`).
         let slots = self.slots.len() as u32;
         let Some(addresses) = Addresses::claim(&self.records, slots, ascending) else {
