@@ -8,8 +8,8 @@
 //! unpredictable, and an early exit from the scan cost a mispredicted branch per pair (about
 //! half of a lookup from raw strings).
 //! A key with many values (one unique per host) switches to a hash table of its own, of value
-//! ids ([`Values`]): a candidate is confirmed by the value's fingerprint, kept per id (one load), and for a
-//! long value its text. Values up to 15 bytes keep no text at all: their fingerprint is the
+//! ids ([`Values`]): a candidate is confirmed by the value's fingerprint, kept per id (one
+//! load), and for a long value its text. Values up to 15 bytes keep no text at all: their fingerprint is the
 //! string. A key unique per host holds 100k values in ~2 MiB that way (fingerprints, keys, the
 //! table); with the text, a span and the fingerprint in each table entry it held 5.2 MiB.
 //! The strings kept live in one buffer (no allocation per interned string). Building interns
@@ -665,8 +665,9 @@ mod tests {
     }
 
     /// Values interned as distinct runs get ids in order and are found as values interned
-    /// one at a time are; a key that has values already (the configuration's) takes its run
-    /// one value at a time, so a value it had keeps its id.
+    /// one at a time are: a run that ascends throughout, and one that stops ascending partway
+    /// (from there it is probed for value by value). A key that has values already (the
+    /// configuration's) takes its run one value at a time, so a value it had keeps its id.
     #[test]
     fn distinct_runs_are_found_as_single_values() {
         let mut interner = Interner::default();
@@ -682,6 +683,11 @@ mod tests {
                 _ => format!("01234567-{i:03}-abcdefg"),
             })
             .collect();
+        // Ascending, apart from a value out of place halfway: the table is filled at once up
+        // to it.
+        let mut values = values;
+        values.sort_unstable();
+        values.swap(SMALL, SMALL + 3);
         let mut kvs = Vec::new();
         let few_values = values[..SMALL].iter().map(String::as_str);
         interner.intern_run(few, few_values, SMALL, &mut kvs);
@@ -714,6 +720,25 @@ mod tests {
         assert_eq!(interner.kv(many, "host-1"), None);
         // Values of the spilled run are still interned one at a time after it.
         assert_eq!(interner.intern_kv(many, &values[4]), kvs[SMALL + 4]);
+        // A run that ascends throughout: every value found, by the table filled at once.
+        let whole = interner.intern_key("whole");
+        let mut sorted = values.clone();
+        sorted.sort_unstable();
+        let (mut ids, next) = (Vec::new(), interner.kv_count() as u32);
+        interner.intern_run(
+            whole,
+            sorted.iter().map(String::as_str),
+            sorted.len(),
+            &mut ids,
+        );
+        assert!(ids.iter().copied().eq(next..next + sorted.len() as u32));
+        assert!(
+            sorted
+                .iter()
+                .map(|v| interner.kv(whole, v))
+                .eq(ids.iter().map(|&id| Some(id)))
+        );
+        assert_eq!(interner.kv(whole, "host-new"), None);
         let new = interner.intern_kv(many, "host-new");
         assert_eq!(interner.kv(many, "host-new"), Some(new));
     }
