@@ -6,7 +6,7 @@
 #
 #   scripts/lookup-instructions.sh [SCENARIO HOSTS MODE]...   (default: 4x3 8000 pre)
 #
-# SCENARIO and MODE (pre or raw) as benches/examples/subset_lookup.rs takes them.
+# SCENARIO and MODE (pre, raw or keys) as benches/examples/subset_lookup.rs takes them.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"

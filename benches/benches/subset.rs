@@ -6,8 +6,9 @@
 //!   `decode-then-build` (`HostTable::decode` + `build_validated`) and `decode-in-place`
 //!   (`SubsetLb::decode`); `full-scan` (MOSN's pre-index build) at 8k hosts only: at
 //!   100k one build takes seconds (`subset_wasm` times it a few times instead).
-//! - `subset/lookup/{scenario}`: one request at 100k hosts, metadata pre-interned or set from
-//!   raw strings, and MOSN's trie of hash maps.
+//! - `subset/lookup/{scenario}`: one request at 100k hosts, metadata pre-interned, set from
+//!   the request's header slices (`raw-strings`), or from their values with the keys resolved
+//!   once (`raw-values`), and MOSN's trie of hash maps.
 //! - `subset/update/{scenario}`: at 100k hosts, one host removed and added back (two updates
 //!   per iteration), its health toggled (two updates); a table change of 4 and of 1,000 hosts
 //!   as a delta from the daemon, there and back (two deltas decoded and applied), beside the
@@ -21,7 +22,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use edgewise::{HostDelta, HostTable, SubsetLb};
-use edgewise_benches::subset::{FullScan, SIZES, Scenario, changed, peer_hosts, sorted};
+use edgewise_benches::subset::{FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, sorted};
 
 const SEED: u64 = 0x5eed;
 const LOOKUP_HOSTS: usize = 100_000;
@@ -63,8 +64,8 @@ fn lookup(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("subset/lookup/{}", scenario.name()));
         let table = scenario.table(LOOKUP_HOSTS, SEED);
         let mut lb = SubsetLb::build(&table).expect("valid table");
-        let requests = scenario.requests(&table, 1024, SEED ^ 1);
-        let mds: Vec<_> = requests
+        let owned = scenario.requests(&table, 1024, SEED ^ 1);
+        let mds: Vec<_> = owned
             .iter()
             .map(|r| {
                 let mut md = lb.metadata();
@@ -72,6 +73,10 @@ fn lookup(c: &mut Criterion) {
                 md
             })
             .collect();
+        let parsed = Parsed::new(&owned);
+        let requests = parsed.requests();
+        let keyed = scenario.keyed(&requests);
+        let keys = lb.request_keys(scenario.keys().iter().copied());
         let mut i = 0usize;
         group.bench_function("pre-interned", |b| {
             b.iter(|| {
@@ -86,6 +91,17 @@ fn lookup(c: &mut Criterion) {
                 let mut md = lb.metadata();
                 for (k, v) in &requests[i % requests.len()] {
                     lb.set(&mut md, k, v);
+                }
+                let s = lb.select(&md, i as u64);
+                s.inspect(|s| lb.release(s.host)).is_some()
+            })
+        });
+        group.bench_function("raw-values", |b| {
+            b.iter(|| {
+                i = i.wrapping_add(1);
+                let mut md = lb.metadata();
+                for (k, v) in &keyed[i % keyed.len()] {
+                    lb.set_key(&mut md, &keys, *k, v);
                 }
                 let s = lb.select(&md, i as u64);
                 s.inspect(|s| lb.release(s.host)).is_some()

@@ -6,15 +6,17 @@
 //!
 //! SCENARIO is `4x3`, `mosn` or `unique` (see `edgewise_benches::subset::Scenario`); a round is
 //! 1,024 requests of random hosts' labels, each `select` + `release` as in `subset_wasm`'s lookup
-//! row. MODE is `pre` (metadata set once per request beforehand: pre-interned; the default) or
-//! `raw` (metadata set from the request's strings each time). Prints ns per lookup to stderr.
+//! row. MODE is `pre` (metadata set once per request beforehand: pre-interned; the default),
+//! `raw` (metadata set from the request's strings each time) or `keys` (from the request's
+//! value strings each time, its keys resolved once: `SubsetLb::set_key`). Prints ns per
+//! lookup to stderr.
 
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use edgewise::{Metadata, SubsetLb};
-use edgewise_benches::subset::Scenario;
+use edgewise_benches::subset::{Parsed, Scenario};
 
 const REQUESTS: usize = 1024;
 
@@ -23,10 +25,8 @@ fn main() -> ExitCode {
     let Some((scenario, hosts, rounds)) = Scenario::profile_args(&args) else {
         return usage();
     };
-    let raw = match args.get(3).map_or("pre", String::as_str) {
-        "pre" => false,
-        "raw" => true,
-        _ => return usage(),
+    let Some(mode) = Mode::named(args.get(3).map_or("pre", String::as_str)) else {
+        return usage();
     };
     let table = scenario.table(hosts, 0x5eed);
     let Ok(mut lb) = SubsetLb::build(&table) else {
@@ -40,19 +40,36 @@ fn main() -> ExitCode {
         md
     };
     let interned: Vec<Metadata> = requests.iter().map(|r| metadata(&lb, r)).collect();
+    let keys = lb.request_keys(scenario.keys().iter().copied());
+    let parsed = Parsed::new(&requests);
+    let parsed = parsed.requests();
+    let keyed = scenario.keyed(&parsed);
     let (mut entropy, mut missed) = (0u64, 0usize);
     let start = Instant::now();
     for _ in 0..rounds {
-        if raw {
-            for r in &requests {
-                entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                let md = metadata(&lb, r);
-                missed += usize::from(!pick(&mut lb, &md, entropy));
+        match mode {
+            Mode::Raw => {
+                for r in &parsed {
+                    entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                    let mut md = lb.metadata();
+                    r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+                    missed += usize::from(!pick(&mut lb, &md, entropy));
+                }
             }
-        } else {
-            for md in &interned {
-                entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                missed += usize::from(!pick(&mut lb, md, entropy));
+            Mode::Keys => {
+                for r in &keyed {
+                    entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                    let mut md = lb.metadata();
+                    r.iter()
+                        .for_each(|(i, v)| lb.set_key(&mut md, &keys, *i, v));
+                    missed += usize::from(!pick(&mut lb, &md, entropy));
+                }
+            }
+            Mode::Pre => {
+                for md in &interned {
+                    entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                    missed += usize::from(!pick(&mut lb, md, entropy));
+                }
             }
         }
     }
@@ -63,6 +80,24 @@ fn main() -> ExitCode {
     }
     eprintln!("{ns:.2} ns per lookup");
     ExitCode::SUCCESS
+}
+
+#[derive(Clone, Copy)]
+enum Mode {
+    Pre,
+    Raw,
+    Keys,
+}
+
+impl Mode {
+    fn named(name: &str) -> Option<Mode> {
+        match name {
+            "pre" => Some(Mode::Pre),
+            "raw" => Some(Mode::Raw),
+            "keys" => Some(Mode::Keys),
+            _ => None,
+        }
+    }
 }
 
 /// One lookup, not inlined into the loop (as a request handler calls it).
@@ -78,6 +113,6 @@ fn pick(lb: &mut SubsetLb, md: &Metadata, entropy: u64) -> bool {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: subset_lookup 4x3|mosn|unique HOSTS ROUNDS [pre|raw]");
+    eprintln!("usage: subset_lookup 4x3|mosn|unique HOSTS ROUNDS [pre|raw|keys]");
     ExitCode::from(2)
 }

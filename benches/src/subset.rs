@@ -61,7 +61,8 @@ impl Scenario {
         Some((scenario, number(1)?, number(2).filter(|&r| r > 0)?))
     }
 
-    fn keys(self) -> &'static [&'static str] {
+    /// The label keys of its hosts, which requests set.
+    pub fn keys(self) -> &'static [&'static str] {
         match self {
             Scenario::FourByThree => &["k0", "k1", "k2", "k3"],
             Scenario::Mosn => &["zone", "mosn_aig", "mosn_version", "mosn_env"],
@@ -153,6 +154,70 @@ impl Scenario {
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
                     .collect()
+            })
+            .collect()
+    }
+
+    /// `requests` with each key as its position in [`Scenario::keys`] (keys it lacks
+    /// dropped), for [`SubsetLb::set_key`](edgewise::SubsetLb::set_key) with keys resolved
+    /// from those.
+    pub fn keyed<'t>(self, requests: &[Vec<(&'t str, &'t str)>]) -> Vec<Vec<(usize, &'t str)>> {
+        let at = |k: &str| self.keys().iter().position(|n| *n == k);
+        let keyed = |&(k, v): &(&str, &'t str)| Some((at(k)?, v));
+        requests
+            .iter()
+            .map(|r| r.iter().filter_map(keyed).collect())
+            .collect()
+    }
+}
+
+/// Requests as a proxy holds them once parsed: each one's header text in one buffer (here all
+/// requests' back to back), its pairs as slices of that text, not a heap string per header
+/// (which put every header of a lookup bench's 1,024 requests in its own cache line).
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    text: String,
+    /// Per pair, the key's span and the value's span.
+    pairs: Vec<(Span, Span)>,
+    /// Per request, where its pairs end in `pairs`.
+    ends: Vec<u32>,
+}
+
+type Span = (u32, u32);
+
+impl Parsed {
+    pub fn new(requests: &[Vec<(String, String)>]) -> Parsed {
+        let mut parsed = Parsed {
+            text: String::new(),
+            pairs: Vec::new(),
+            ends: Vec::new(),
+        };
+        for request in requests {
+            for (k, v) in request {
+                let pair = (parsed.push(k), parsed.push(v));
+                parsed.pairs.push(pair);
+            }
+            parsed.ends.push(parsed.pairs.len() as u32);
+        }
+        parsed
+    }
+
+    fn push(&mut self, s: &str) -> Span {
+        let start = self.text.len() as u32;
+        self.text.push_str(s);
+        (start, self.text.len() as u32)
+    }
+
+    /// Per request, its (key, value) pairs as slices of the text, as a parser's array of
+    /// header slices.
+    pub fn requests(&self) -> Vec<Vec<(&str, &str)>> {
+        let text = |(s, e): Span| &self.text[s as usize..e as usize];
+        let starts = core::iter::once(0).chain(self.ends.iter().copied());
+        starts
+            .zip(&self.ends)
+            .map(|(start, &end)| {
+                let pairs = &self.pairs[start as usize..end as usize];
+                pairs.iter().map(|&(k, v)| (text(k), text(v))).collect()
             })
             .collect()
     }
@@ -298,13 +363,13 @@ impl FullScan {
     }
 
     /// `findSubset` over criteria sorted by key, then the subset's round robin; a host index.
-    pub fn choose(&mut self, criteria: &[(String, String)]) -> Option<usize> {
+    pub fn choose<K: AsRef<str>, V: AsRef<str>>(&mut self, criteria: &[(K, V)]) -> Option<usize> {
         let mut map = &mut self.subsets;
         let (last, init) = criteria.split_last()?;
         for (k, v) in init {
-            map = &mut map.get_mut(k)?.get_mut(v)?.children;
+            map = &mut map.get_mut(k.as_ref())?.get_mut(v.as_ref())?.children;
         }
-        let entry = map.get_mut(&last.0)?.get_mut(&last.1)?;
+        let entry = map.get_mut(last.0.as_ref())?.get_mut(last.1.as_ref())?;
         let hosts = entry.hosts.as_ref()?;
         entry.next = entry.next.wrapping_add(1);
         hosts.get(entry.next % hosts.len().max(1)).copied()

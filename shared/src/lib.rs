@@ -56,8 +56,8 @@ pub use store::{
     StoreError, TableRef, WriterOptions,
 };
 pub use subset::{
-    Applied, Fallback, HostId, METADATA_CAPACITY, Metadata, Selection, SubsetError, SubsetLb,
-    SubsetStats,
+    Applied, Fallback, HostId, METADATA_CAPACITY, Metadata, RequestKeys, Selection, SubsetError,
+    SubsetLb, SubsetStats,
 };
 pub use workspace::{
     Arena, ArenaWriter, DEFAULT_VERIFY_ONE_IN, DEFAULT_WORKSPACE_SIZE, RequestScope, ResetReport,

@@ -96,6 +96,7 @@ mod lookup;
 mod metadata;
 mod pickset;
 mod records;
+mod request_keys;
 mod slot;
 mod subsets;
 mod table;
@@ -112,6 +113,7 @@ use hashbrown::HashTable;
 pub use apply::Applied;
 pub use error::SubsetError;
 pub use metadata::{METADATA_CAPACITY, Metadata};
+pub use request_keys::RequestKeys;
 
 use crate::hosttable::{self, HostView};
 use crate::{FallbackPolicy, HostTable, SelectorFallback, SubsetConfig};
@@ -211,6 +213,8 @@ struct Options {
 #[derive(Debug)]
 pub struct SubsetLb {
     version: u64,
+    /// This load balancer's, for [`RequestKeys`] resolved against it.
+    serial: u64,
     options: Options,
     hasher: FixedState,
     interner: Interner,

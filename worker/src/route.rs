@@ -73,7 +73,7 @@ impl Routing {
     pub(crate) async fn pick(&self, req: &Request, url: &Url) -> Result<Pick, Failure> {
         live::ensure(&self.source).await?;
         let values = self.values(req, url);
-        live::pick(&values)
+        live::pick(&self.attributes, &values)
     }
 
     /// Another host of the same subset after `failed` could not be reached.
@@ -81,12 +81,13 @@ impl Routing {
         live::retry(failed)
     }
 
-    /// The metadata of `req`: (key, value) for every attribute present.
-    fn values(&self, req: &Request, url: &Url) -> Vec<(&str, String)> {
+    /// The metadata of `req`: (attribute's position, value) for every attribute present.
+    fn values(&self, req: &Request, url: &Url) -> Vec<(usize, String)> {
         let headers = req.headers();
         self.attributes
             .iter()
-            .filter_map(|a| {
+            .enumerate()
+            .filter_map(|(i, a)| {
                 let value = match &a.source {
                     AttributeSource::Header(name) => headers.get(name).ok().flatten(),
                     AttributeSource::Query(name) => {
@@ -97,7 +98,7 @@ impl Routing {
                     }
                     _ => None,
                 }?;
-                Some((a.key.as_str(), value))
+                Some((i, value))
             })
             .collect()
     }

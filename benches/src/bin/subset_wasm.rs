@@ -13,8 +13,9 @@
 //!   heap bytes with the load balancer built minus before (the host table itself excluded).
 //! - from bytes: the worker's path from a `GET /v1/hosts` body to an index, before
 //!   (`HostTable::decode` + `SubsetLb::build_validated`) and now (`SubsetLb::decode`, in place).
-//! - lookup: `select` + `release` with metadata set once (pre-interned), or set from raw
-//!   strings per request, beside MOSN's trie of hash maps over the same strings.
+//! - lookup: `select` + `release` with metadata set once (pre-interned), or set per request
+//!   from its header slices (raw strings: keys and values; raw values: keys resolved once by
+//!   `SubsetLb::request_keys`), beside MOSN's trie of hash maps over the same slices.
 //! - child policies: pre-interned 4x3 lookups under round robin, weighted and least request,
 //!   every host of weight 1 (even) or of weights 1 to 4 (uneven: round robin takes weighted
 //!   turns, least request draws by weight).
@@ -34,7 +35,7 @@ use std::time::Instant;
 
 use edgewise::{HostDelta, HostTable, LbPolicy, Metadata, SubsetLb};
 use edgewise_benches::batch::{self, Config, Sampler, TARGET, fmt_ns};
-use edgewise_benches::subset::{FullScan, SIZES, Scenario, changed, peer_hosts, sorted};
+use edgewise_benches::subset::{FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, sorted};
 
 /// Live heap bytes.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -177,8 +178,12 @@ fn fmt_ms(ns: f64) -> String {
 fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
     let table = scenario.table(n, SEED);
     let mut lb = SubsetLb::build(&table).unwrap_or_else(|e| panic!("{e}"));
-    let requests = scenario.requests(&table, REQUESTS, SEED ^ 1);
-    let mds = interned(&lb, &requests);
+    let owned = scenario.requests(&table, REQUESTS, SEED ^ 1);
+    let mds = interned(&lb, &owned);
+    let parsed = Parsed::new(&owned);
+    let requests = parsed.requests();
+    let keyed = scenario.keyed(&requests);
+    let keys = lb.request_keys(scenario.keys().iter().copied());
     let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
     let mut peer = FullScan::grouped(&peer_hosts(&table), &selectors);
     let mut entropy = 0u64;
@@ -202,6 +207,17 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
             }
             sum
         });
+        sampler.batch("raw-values", REQUESTS, || {
+            let mut sum = 0;
+            for r in &keyed {
+                let mut md = lb.metadata();
+                r.iter()
+                    .for_each(|(i, v)| lb.set_key(&mut md, &keys, *i, v));
+                entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                sum += pick(&mut lb, &md, entropy);
+            }
+            sum
+        });
         sampler.batch("mosn-trie", REQUESTS, || {
             requests
                 .iter()
@@ -210,14 +226,20 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
         });
     }
     let m = |name| sampler.median(name).unwrap_or(f64::NAN);
-    let (pre, raw, mosn) = (m("pre-interned"), m("raw-strings"), m("mosn-trie"));
+    let (pre, raw, values, mosn) = (
+        m("pre-interned"),
+        m("raw-strings"),
+        m("raw-values"),
+        m("mosn-trie"),
+    );
     println!(
-        "{:<7} {:>7} {:>4} {:>13} {:>12} {:>10} {:>9.1}x",
+        "{:<7} {:>7} {:>4} {:>13} {:>12} {:>11} {:>10} {:>9.1}x",
         scenario.name(),
         n,
         requests[0].len(),
         fmt_ns(pre),
         fmt_ns(raw),
+        fmt_ns(values),
         fmt_ns(mosn),
         mosn / raw,
     );
@@ -449,8 +471,10 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "\nlookup      hosts keys pre-interned  raw-strings  mosn-trie  mosn/raw   (ns per request)"
+        "\nlookup ns per request: raw-strings = SubsetLb::set per (key, value) header slice, \
+         raw-values = SubsetLb::set_key, the keys resolved once (RequestKeys)"
     );
+    println!("lookup      hosts keys pre-interned  raw-strings  raw-values  mosn-trie  mosn/raw");
     for scenario in Scenario::ALL {
         for &n in &sizes {
             lookup_row(cfg, scenario, n);

@@ -258,6 +258,7 @@ impl SubsetLb {
     fn configured(version: u64, config: &SubsetConfig) -> SubsetLb {
         let mut lb = SubsetLb {
             version,
+            serial: super::request_keys::serial(),
             options: Options {
                 fallback_policy: config.fallback_policy,
                 panic_mode_any: config.panic_mode_any,

@@ -51,11 +51,18 @@ impl Metadata {
     pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
         match interner.pair_at(self.len(), key, value) {
             None => self.foreign = true,
-            Some((k, kv)) => self.set_ids(k, kv.unwrap_or(UNKNOWN_VALUE)),
+            Some((k, kv)) => self.set_ids(k, kv),
         }
     }
 
-    /// Sets key `k` to `kv`, replacing an earlier value of `k`.
+    /// Records a key that matches nothing.
+    pub(super) fn set_foreign(&mut self) {
+        self.foreign = true;
+    }
+
+    /// Sets key `k` to `kv`, replacing an earlier value of `k`. Inlined: a call cost a pair
+    /// ~15 instructions of ~125.
+    #[inline]
     pub(super) fn set_ids(&mut self, k: u32, kv: u32) {
         let len = self.len();
         // Requests usually set their keys in one order: then each pair goes last.

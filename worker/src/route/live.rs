@@ -9,7 +9,8 @@
 use std::cell::{Cell, RefCell};
 
 use edgewise::{
-    HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, HostDelta, HostId, Metadata, Origin, SubsetLb,
+    HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, HostDelta, HostId, Metadata, Origin, RequestKeys,
+    RouteAttribute, SubsetLb,
 };
 use worker::{Request, RequestInit, console_error, console_log};
 
@@ -29,6 +30,8 @@ struct Live {
     epoch: u64,
     /// Hosts changed by deltas since the build.
     churn: usize,
+    /// The route attributes' keys, resolved against `lb` at the first pick.
+    keys: Option<RequestKeys>,
 }
 
 thread_local! {
@@ -237,17 +240,18 @@ fn forget_etag() {
     });
 }
 
-/// Picks a host for the request's metadata.
-pub(super) fn pick(values: &[(&str, String)]) -> Result<Pick, Failure> {
+/// Picks a host for the request's metadata: the value of each attribute of `attributes` it
+/// has, by the attribute's position.
+pub(super) fn pick(
+    attributes: &[RouteAttribute],
+    values: &[(usize, String)],
+) -> Result<Pick, Failure> {
     LIVE.with(|l| {
         let mut slot = l.borrow_mut();
         let live = slot
             .as_mut()
             .ok_or_else(|| Failure::HostsUnavailable("no host table".to_owned()))?;
-        let mut metadata = live.lb.metadata();
-        for (key, value) in values {
-            live.lb.set(&mut metadata, key, value);
-        }
+        let metadata = live.metadata(attributes, values);
         let selection = live
             .lb
             .select(&metadata, entropy())
@@ -285,6 +289,7 @@ impl Live {
             checked_at,
             epoch,
             churn: 0,
+            keys: None,
         }
     }
 
@@ -316,6 +321,20 @@ impl Live {
             self.lb.len()
         );
         Ok(())
+    }
+
+    /// The metadata of a request's attribute values, by keys resolved once per load balancer
+    /// (again after a delta brings keys; cheap otherwise).
+    fn metadata(&mut self, attributes: &[RouteAttribute], values: &[(usize, String)]) -> Metadata {
+        let lb = &self.lb;
+        let names = || attributes.iter().map(|a| a.key.as_str());
+        let keys = self.keys.get_or_insert_with(|| lb.request_keys(names()));
+        lb.resolve(keys);
+        let mut metadata = lb.metadata();
+        for (i, value) in values {
+            lb.set_key(&mut metadata, keys, *i, value);
+        }
+        metadata
     }
 
     fn pick(&self, host: HostId, metadata: Metadata) -> Option<Pick> {
