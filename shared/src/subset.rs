@@ -298,7 +298,8 @@ impl SubsetLb {
     /// key nothing knows, or a pair beyond [`METADATA_CAPACITY`], is recorded as foreign and
     /// makes `md` match no subset; a value no host has matches no subset either. Fastest with
     /// the keys set in the order of their texts (as hosts list their labels): each is then
-    /// found at its position, with one comparison.
+    /// found at its position, with one comparison. Keys known before the requests (a proxy's
+    /// configuration) are found once instead: [`SubsetLb::set_key`].
     pub fn set(&self, md: &mut Metadata, key: &str, value: &str) {
         md.set_str(&self.interner, key, value);
     }
