@@ -22,7 +22,9 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use edgewise::{HostDelta, HostTable, SubsetLb};
-use edgewise_benches::subset::{FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, sorted};
+use edgewise_benches::subset::{
+    FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, set_values, sorted,
+};
 
 const SEED: u64 = 0x5eed;
 const LOOKUP_HOSTS: usize = 100_000;
@@ -99,10 +101,7 @@ fn lookup(c: &mut Criterion) {
         group.bench_function("raw-values", |b| {
             b.iter(|| {
                 i = i.wrapping_add(1);
-                let mut md = lb.metadata();
-                for (k, v) in &keyed[i % keyed.len()] {
-                    lb.set_key(&mut md, &keys, *k, v);
-                }
+                let md = set_values(&lb, &keys, &keyed[i % keyed.len()]);
                 let s = lb.select(&md, i as u64);
                 s.inspect(|s| lb.release(s.host)).is_some()
             })

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use edgewise::{Metadata, SubsetLb};
-use edgewise_benches::subset::{Parsed, Scenario};
+use edgewise_benches::subset::{Parsed, Scenario, set_values};
 
 const REQUESTS: usize = 1024;
 
@@ -59,9 +59,7 @@ fn main() -> ExitCode {
             Mode::Keys => {
                 for r in &keyed {
                     entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                    let mut md = lb.metadata();
-                    r.iter()
-                        .for_each(|(i, v)| lb.set_key(&mut md, &keys, *i, v));
+                    let md = set_values(&lb, &keys, r);
                     missed += usize::from(!pick(&mut lb, &md, entropy));
                 }
             }

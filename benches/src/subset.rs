@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use edgewise::{Host, HostTable, SubsetConfig, SubsetSelector};
+use edgewise::{Host, HostTable, Metadata, RequestKeys, SubsetConfig, SubsetLb, SubsetSelector};
 use rustc_hash::FxBuildHasher;
 
 use crate::workload::SplitMix64;
@@ -158,17 +158,27 @@ impl Scenario {
             .collect()
     }
 
-    /// `requests` with each key as its position in [`Scenario::keys`] (keys it lacks
-    /// dropped), for [`SubsetLb::set_key`](edgewise::SubsetLb::set_key) with keys resolved
-    /// from those.
+    /// `requests` with each key as its position in [`Scenario::keys`] (a key it lacks past
+    /// them, which matches nothing), for [`set_values`] with keys resolved from those: a
+    /// proxy's attributes, each read from its header, come with their positions.
     pub fn keyed<'t>(self, requests: &[Vec<(&'t str, &'t str)>]) -> Vec<Vec<(usize, &'t str)>> {
-        let at = |k: &str| self.keys().iter().position(|n| *n == k);
-        let keyed = |&(k, v): &(&str, &'t str)| Some((at(k)?, v));
+        let keys = self.keys();
+        let at = |k: &str| keys.iter().position(|n| *n == k).unwrap_or(keys.len());
         requests
             .iter()
-            .map(|r| r.iter().filter_map(keyed).collect())
+            .map(|r| r.iter().map(|&(k, v)| (at(k), v)).collect())
             .collect()
     }
+}
+
+/// The metadata of a request's values by position in `keys` (see [`Scenario::keyed`]).
+#[inline]
+pub fn set_values(lb: &SubsetLb, keys: &RequestKeys, values: &[(usize, &str)]) -> Metadata {
+    let mut md = lb.metadata();
+    values
+        .iter()
+        .for_each(|&(i, v)| lb.set_key(&mut md, keys, i, v));
+    md
 }
 
 /// Requests as a proxy holds them once parsed: each one's header text in one buffer (here all

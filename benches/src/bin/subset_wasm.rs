@@ -35,7 +35,9 @@ use std::time::Instant;
 
 use edgewise::{HostDelta, HostTable, LbPolicy, Metadata, SubsetLb};
 use edgewise_benches::batch::{self, Config, Sampler, TARGET, fmt_ns};
-use edgewise_benches::subset::{FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, sorted};
+use edgewise_benches::subset::{
+    FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, set_values, sorted,
+};
 
 /// Live heap bytes.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -210,9 +212,7 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
         sampler.batch("raw-values", REQUESTS, || {
             let mut sum = 0;
             for r in &keyed {
-                let mut md = lb.metadata();
-                r.iter()
-                    .for_each(|(i, v)| lb.set_key(&mut md, &keys, *i, v));
+                let md = set_values(&lb, &keys, r);
                 entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
                 sum += pick(&mut lb, &md, entropy);
             }

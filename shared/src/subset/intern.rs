@@ -411,7 +411,7 @@ impl Interner {
     }
 
     /// The key id and key=value id of the `position`-th pair a request sets, given as strings:
-    /// `None` if the key is unknown, `Some((key, None))` if no host has the value. Requests set
+    /// `None` if the key is unknown, `Some((key, UNKNOWN_VALUE))` if no host has the value. Requests set
     /// their keys in one order, usually that of the hosts' labels (of the key texts): the key
     /// at `position` in that order is tried first, one comparison instead of a scan. Key ids
     /// follow the selectors (the build's walk is faster with a key of many values first), so

@@ -1,7 +1,7 @@
 //! The keys a request sets, resolved against a load balancer once instead of per pair: a
 //! proxy's metadata keys come from its configuration (`x-edgewise-zone` becomes `zone`), so
 //! only the values are new per request. Setting a pair by a resolved key skips fingerprinting
-//! the key's text and finding its id, about a quarter of a pair's cost.
+//! the key's text and finding its id, about a third of a pair's cost.
 //!
 //! A key keeps its id while its load balancer lives (updates only add keys), so resolved ids
 //! hold as long as the load balancer is the one they were resolved against: each gets a

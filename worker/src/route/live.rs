@@ -329,6 +329,8 @@ impl Live {
         let lb = &self.lb;
         let names = || attributes.iter().map(|a| a.key.as_str());
         let keys = self.keys.get_or_insert_with(|| lb.request_keys(names()));
+        // Positions name the attributes the keys were resolved from: one list per isolate.
+        debug_assert!(keys.names().eq(names()));
         lb.resolve(keys);
         let mut metadata = lb.metadata();
         for (i, value) in values {

@@ -95,6 +95,26 @@ fn keys_of_another_load_balancer_are_set_by_name() {
     assert_eq!(rack_first.address(chosen.host), Some("http://10.0.0.1"));
 }
 
+/// Resolved against the load balancer they are used with, keys take the fast path with that
+/// one's ids, whichever load balancer they were resolved against before.
+#[test]
+fn resolved_keys_take_the_ids_of_their_load_balancer() {
+    let zone_first = SubsetLb::build(&zone_table(&["zone", "rack"])).unwrap();
+    let rack_first = SubsetLb::build(&zone_table(&["rack", "zone"])).unwrap();
+    let mut keys = zone_first.request_keys(["zone", "rack"]);
+    for lb in [&zone_first, &rack_first] {
+        lb.resolve(&mut keys);
+        for (i, name) in ["zone", "rack"].into_iter().enumerate() {
+            assert_eq!(keys.id(i, lb.serial), Some(lb.key_id(name)));
+            let mut md = lb.metadata();
+            lb.set_key(&mut md, &keys, i, "a");
+            let mut named = lb.metadata();
+            lb.set(&mut named, name, "a");
+            assert_eq!(md, named);
+        }
+    }
+}
+
 /// A key no host had when resolved is found once a host brings it, before and after the
 /// keys are resolved again.
 #[test]
