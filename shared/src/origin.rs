@@ -321,10 +321,7 @@ pub(crate) fn scan_plain<'a>(urls: impl Iterator<Item = &'a str>, max_len: usize
         let url = url.as_bytes();
         let scheme = url.len() - rest.len();
         let shared = shared_prefix(last, url);
-        ascending &= match (last.get(shared), url.get(shared)) {
-            (Some(a), Some(b)) => a < b,
-            (last_byte, _) => last_byte.is_none() && shared < url.len(),
-        };
+        ascending &= precedes_at(last, url, shared);
         let from = match scheme == last_scheme {
             true => shared.saturating_sub(scheme),
             false => 0,
@@ -348,27 +345,42 @@ pub(crate) fn scan_plain<'a>(urls: impl Iterator<Item = &'a str>, max_len: usize
     }
 }
 
-/// How many bytes `a` and `b` start with alike, compared a word at a time.
-fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
+/// Whether `a` sorts strictly before `b`, given that they start with `shared` bytes alike:
+/// by the byte where they part, or, if one ends there, by their lengths.
+#[inline]
+pub(crate) fn precedes_at(a: &[u8], b: &[u8], shared: usize) -> bool {
+    match (a.get(shared), b.get(shared)) {
+        (Some(x), Some(y)) => x < y,
+        (x, _) => x.is_none() && shared < b.len(),
+    }
+}
+
+/// How many bytes `a` and `b` start with alike, compared a word at a time; past 8 bytes, the
+/// last few by the word that ends where the shorter does (its bytes before are alike already),
+/// not one by one.
+#[inline]
+pub(crate) fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
     let n = a.len().min(b.len());
+    if n < 8 {
+        return a.iter().zip(b).take_while(|(x, y)| x == y).count();
+    }
+    let word = |s: &[u8], at: usize| {
+        let mut w = [0; 8];
+        w.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(w)
+    };
+    let parted = |at: usize| {
+        let differ = word(a, at) ^ word(b, at);
+        (differ != 0).then(|| at + (differ.trailing_zeros() / 8) as usize)
+    };
     let mut at = 0;
     while at + 8 <= n {
-        let word = |s: &[u8]| {
-            let mut w = [0; 8];
-            w.copy_from_slice(&s[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
-        let differ = word(a) ^ word(b);
-        if differ != 0 {
-            return at + (differ.trailing_zeros() / 8) as usize;
+        if let Some(shared) = parted(at) {
+            return shared;
         }
         at += 8;
     }
-    at + a[at..n]
-        .iter()
-        .zip(&b[at..n])
-        .take_while(|(x, y)| x == y)
-        .count()
+    parted(n - 8).unwrap_or(n)
 }
 
 /// What follows `http(s)://` in `url`, if that is how it starts and it is not too long.
