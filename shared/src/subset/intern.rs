@@ -378,9 +378,16 @@ impl Interner {
 
     #[inline]
     fn kv_fp(&self, key: u32, fp: &Fingerprint, value: &str) -> Option<u32> {
+        let id = self.value_id_fp(key, fp, value);
+        (id != UNKNOWN_VALUE).then_some(id)
+    }
+
+    /// [`Interner::kv_fp`] with no id as [`UNKNOWN_VALUE`] (no interned id is that).
+    #[inline]
+    fn value_id_fp(&self, key: u32, fp: &Fingerprint, value: &str) -> u32 {
         match self.small.get(key as usize) {
-            Some(small) if small.spilled.is_none() && fp.is_whole() => small.find(fp),
-            _ => self.kv_slow(key, fp, value),
+            Some(small) if small.spilled.is_none() && fp.is_whole() => small.find_or_unknown(fp),
+            _ => self.kv_slow(key, fp, value).unwrap_or(UNKNOWN_VALUE),
         }
     }
 
@@ -431,11 +438,7 @@ impl Interner {
     /// The id of `key`=`value`, or [`UNKNOWN_VALUE`] if no host has it (a request's pair).
     #[inline]
     pub(super) fn value_id(&self, key: u32, value: &str) -> u32 {
-        let fp = Fingerprint::of(value);
-        match self.small.get(key as usize) {
-            Some(small) if small.spilled.is_none() && fp.is_whole() => small.find_or_unknown(&fp),
-            _ => self.kv_slow(key, &fp, value).unwrap_or(UNKNOWN_VALUE),
-        }
+        self.value_id_fp(key, &Fingerprint::of(value), value)
     }
 
     /// The id of `key`=`value`, interning it if new. Inlined, as

@@ -50,7 +50,7 @@ impl Metadata {
     #[inline]
     pub(super) fn set_str(&mut self, interner: &Interner, key: &str, value: &str) {
         match interner.pair_at(self.len(), key, value) {
-            None => self.foreign = true,
+            None => self.set_foreign(),
             Some((k, kv)) => self.set_ids(k, kv),
         }
     }
