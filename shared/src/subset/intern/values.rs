@@ -95,14 +95,7 @@ impl Values {
     /// the table, for it to grow.
     #[inline]
     pub fn insert_unique(&mut self, hash: u64, id: u32, hash_of: impl Fn(u32) -> u64) {
-        if id >= self.ids || (self.len + 1) * 16 > self.places.len() * 13 {
-            let ids = if id >= self.ids { u32::MAX } else { self.ids };
-            self.rebuild(
-                places_for(self.len + 1).max(self.places.len()),
-                ids,
-                hash_of,
-            );
-        }
+        self.make_room(1, id as usize + 1, hash_of);
         self.place(hash, id);
         self.len += 1;
     }
@@ -114,16 +107,8 @@ impl Values {
     /// as the table was full, and each mispredict dropped the loads of the places after it:
     /// 100k ids took 0.7 ms, mostly waiting on those loads again.
     pub fn fill(&mut self, first: u32, hashes: &[u64], hash_of: impl Fn(u32) -> u64) {
-        let (n, last) = (hashes.len(), first as usize + hashes.len());
-        if last >= self.ids as usize || (self.len + n) * 16 > self.places.len() * 13 {
-            let ids = if last >= self.ids as usize {
-                u32::MAX
-            } else {
-                self.ids
-            };
-            let places = places_for(self.len + n).max(self.places.len());
-            self.rebuild(places, ids, &hash_of);
-        }
+        let n = hashes.len();
+        self.make_room(n, first as usize + n, hash_of);
         // Positions in `hashes` of the ids still without a place.
         let mut left: Vec<u32> = (0..n as u32).collect();
         let mut waiting = n;
@@ -152,6 +137,17 @@ impl Values {
             waiting += usize::from(!free);
         }
         waiting
+    }
+
+    /// Room for `n` more ids, the largest of them `past_last - 1`: more places past 13/16 full,
+    /// and every id in the whole place once an id plus one reaches the tagged bits' mask.
+    fn make_room(&mut self, n: usize, past_last: usize, hash_of: impl Fn(u32) -> u64) {
+        let wide = past_last >= self.ids as usize;
+        if wide || (self.len + n) * 16 > self.places.len() * 13 {
+            let ids = if wide { u32::MAX } else { self.ids };
+            let places = places_for(self.len + n).max(self.places.len());
+            self.rebuild(places, ids, hash_of);
+        }
     }
 
     /// Gives back what places the ids held do not need.
