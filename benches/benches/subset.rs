@@ -22,9 +22,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use edgewise::{HostDelta, HostTable, SubsetLb};
-use edgewise_benches::subset::{
-    FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, set_values, sorted,
-};
+use edgewise_benches::subset::{FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, sorted};
 
 const SEED: u64 = 0x5eed;
 const LOOKUP_HOSTS: usize = 100_000;
@@ -101,7 +99,7 @@ fn lookup(c: &mut Criterion) {
         group.bench_function("raw-values", |b| {
             b.iter(|| {
                 i = i.wrapping_add(1);
-                let md = set_values(&lb, &keys, &keyed[i % keyed.len()]);
+                let md = lb.metadata_of(&keys, keyed[i % keyed.len()].iter().copied());
                 let s = lb.select(&md, i as u64);
                 s.inspect(|s| lb.release(s.host)).is_some()
             })

@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use edgewise::{Metadata, SubsetLb};
-use edgewise_benches::subset::{Parsed, Scenario, set_values};
+use edgewise_benches::subset::{Parsed, Scenario};
 
 const REQUESTS: usize = 1024;
 
@@ -59,7 +59,7 @@ fn main() -> ExitCode {
             Mode::Keys => {
                 for r in &keyed {
                     entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                    let md = set_values(&lb, &keys, r);
+                    let md = lb.metadata_of(&keys, r.iter().copied());
                     missed += usize::from(!pick(&mut lb, &md, entropy));
                 }
             }

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use edgewise::{Host, HostTable, Metadata, RequestKeys, SubsetConfig, SubsetLb, SubsetSelector};
+use edgewise::{Host, HostTable, SubsetConfig, SubsetSelector};
 use rustc_hash::FxBuildHasher;
 
 use crate::workload::SplitMix64;
@@ -159,7 +159,7 @@ impl Scenario {
     }
 
     /// `requests` with each key as its position in [`Scenario::keys`] (a key it lacks past
-    /// them, which matches nothing), for [`set_values`] with keys resolved from those: a
+    /// them, which matches nothing), for [`SubsetLb::metadata_of`](edgewise::SubsetLb::metadata_of) with keys resolved from those: a
     /// proxy's attributes, each read from its header, come with their positions.
     pub fn keyed<'t>(self, requests: &[Vec<(&'t str, &'t str)>]) -> Vec<Vec<(usize, &'t str)>> {
         let keys = self.keys();
@@ -169,16 +169,6 @@ impl Scenario {
             .map(|r| r.iter().map(|&(k, v)| (at(k), v)).collect())
             .collect()
     }
-}
-
-/// The metadata of a request's values by position in `keys` (see [`Scenario::keyed`]).
-#[inline]
-pub fn set_values(lb: &SubsetLb, keys: &RequestKeys, values: &[(usize, &str)]) -> Metadata {
-    let mut md = lb.metadata();
-    values
-        .iter()
-        .for_each(|&(i, v)| lb.set_key(&mut md, keys, i, v));
-    md
 }
 
 /// Requests as a proxy holds them once parsed: each one's header text in one buffer (here all

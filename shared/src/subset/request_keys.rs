@@ -107,6 +107,21 @@ impl SubsetLb {
         }
     }
 
+    /// Metadata of a request's values, each by its key's position in `keys`, as
+    /// [`SubsetLb::set_key`] sets them.
+    #[inline]
+    pub fn metadata_of<'v>(
+        &self,
+        keys: &RequestKeys,
+        values: impl IntoIterator<Item = (usize, &'v str)>,
+    ) -> Metadata {
+        let mut md = self.metadata();
+        for (i, value) in values {
+            self.set_key(&mut md, keys, i, value);
+        }
+        md
+    }
+
     #[cold]
     fn set_key_by_name(&self, md: &mut Metadata, keys: &RequestKeys, i: usize, value: &str) {
         match keys.names.get(i) {

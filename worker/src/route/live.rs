@@ -332,11 +332,7 @@ impl Live {
         // Positions name the attributes the keys were resolved from: one list per isolate.
         debug_assert!(keys.names().eq(names()));
         lb.resolve(keys);
-        let mut metadata = lb.metadata();
-        for (i, value) in values {
-            lb.set_key(&mut metadata, keys, *i, value);
-        }
-        metadata
+        lb.metadata_of(keys, values.iter().map(|(i, v)| (*i, v.as_str())))
     }
 
     fn pick(&self, host: HostId, metadata: Metadata) -> Option<Pick> {

@@ -27,12 +27,8 @@ fn by_keys(
     keys: &RequestKeys,
     request: &BTreeMap<std::string::String, std::string::String>,
 ) -> Metadata {
-    let mut md = lb.metadata();
-    for (k, v) in request {
-        let i = NAMES.iter().position(|n| n == k).unwrap();
-        lb.set_key(&mut md, keys, i, v);
-    }
-    md
+    let at = |k: &str| NAMES.iter().position(|n| *n == k).unwrap();
+    lb.metadata_of(keys, request.iter().map(|(k, v)| (at(k), v.as_str())))
 }
 
 fn zone_table(selectors: &[&str]) -> HostTable {
