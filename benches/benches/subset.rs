@@ -99,7 +99,8 @@ fn lookup(c: &mut Criterion) {
         group.bench_function("raw-values", |b| {
             b.iter(|| {
                 i = i.wrapping_add(1);
-                let md = lb.metadata_of(&keys, keyed[i % keyed.len()].iter().copied());
+                let mut md = lb.metadata();
+                lb.set_values(&mut md, &keys, keyed[i % keyed.len()].iter().copied());
                 let s = lb.select(&md, i as u64);
                 s.inspect(|s| lb.release(s.host)).is_some()
             })

@@ -59,7 +59,8 @@ fn main() -> ExitCode {
             Mode::Keys => {
                 for r in &keyed {
                     entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
-                    let md = lb.metadata_of(&keys, r.iter().copied());
+                    let mut md = lb.metadata();
+                    lb.set_values(&mut md, &keys, r.iter().copied());
                     missed += usize::from(!pick(&mut lb, &md, entropy));
                 }
             }

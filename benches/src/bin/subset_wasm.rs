@@ -210,7 +210,8 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
         sampler.batch("raw-values", REQUESTS, || {
             let mut sum = 0;
             for r in &keyed {
-                let md = lb.metadata_of(&keys, r.iter().copied());
+                let mut md = lb.metadata();
+                lb.set_values(&mut md, &keys, r.iter().copied());
                 entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
                 sum += pick(&mut lb, &md, entropy);
             }

@@ -332,7 +332,9 @@ impl Live {
         // Positions name the attributes the keys were resolved from: one list per isolate.
         debug_assert!(keys.names().eq(names()));
         lb.resolve(keys);
-        lb.metadata_of(keys, values.iter().map(|(i, v)| (*i, v.as_str())))
+        let mut md = lb.metadata();
+        lb.set_values(&mut md, keys, values.iter().map(|(i, v)| (*i, v.as_str())));
+        md
     }
 
     fn pick(&self, host: HostId, metadata: Metadata) -> Option<Pick> {

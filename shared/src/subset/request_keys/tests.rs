@@ -28,7 +28,13 @@ fn by_keys(
     request: &BTreeMap<std::string::String, std::string::String>,
 ) -> Metadata {
     let at = |k: &str| NAMES.iter().position(|n| *n == k).unwrap();
-    lb.metadata_of(keys, request.iter().map(|(k, v)| (at(k), v.as_str())))
+    let mut md = lb.metadata();
+    lb.set_values(
+        &mut md,
+        keys,
+        request.iter().map(|(k, v)| (at(k), v.as_str())),
+    );
+    md
 }
 
 fn zone_table(selectors: &[&str]) -> HostTable {
