@@ -328,9 +328,19 @@ impl SubsetLb {
         self.stats.selections += 1;
         let mut rng = Rng(entropy);
         let chosen = match exclude {
-            None => self.lookup(md, &mut rng),
+            None => match self.clean_hit(md, &mut rng) {
+                // Counted in flight where the fast path read the slot.
+                lookup::Fast::Picked(chosen) => return Some(chosen),
+                lookup::Fast::Found(set) => self.with_fallbacks(md, &mut rng, None, Some(set)),
+                lookup::Fast::Miss => self.with_fallbacks(md, &mut rng, None, None),
+            },
             Some(_) => self.with_fallbacks(md, &mut rng, exclude, None),
         };
+        self.counted(chosen)
+    }
+
+    /// Counts the general path's outcome: no host, or one more request in flight.
+    fn counted(&mut self, chosen: Option<Selection>) -> Option<Selection> {
         match &chosen {
             None => self.stats.no_host += 1,
             Some(s) => {

@@ -25,21 +25,10 @@ pub(super) enum Fast {
 }
 
 impl SubsetLb {
-    /// A lookup without a host to exclude: the fast path, then the general one from where it
-    /// left off.
-    #[inline]
-    pub(super) fn lookup(&mut self, md: &Metadata, rng: &mut Rng) -> Option<super::Selection> {
-        match self.clean_hit(md, rng) {
-            Fast::Picked(chosen) => Some(chosen),
-            Fast::Found(set) => self.with_fallbacks(md, rng, None, Some(set)),
-            Fast::Miss => self.with_fallbacks(md, rng, None, None),
-        }
-    }
-
     /// The usual lookup, as `iteration` takes it, without its branches and calls:
-    /// the request names a subset whose set picks without reading a slot. Otherwise nothing
-    /// is changed (not the stats, not `rng`), and the general path takes over: at the
-    /// subset's set if found.
+    /// the request names a subset whose set picks without reading a slot. The host picked
+    /// counts one more request in flight. Otherwise nothing is changed (not the stats, not
+    /// `rng`), and the general path takes over: at the subset's set if found.
     #[inline]
     pub(super) fn clean_hit(&mut self, md: &Metadata, rng: &mut Rng) -> Fast {
         if self.options.allow_redundant_keys || md.is_empty() {
@@ -55,12 +44,18 @@ impl SubsetLb {
             }
             Pool::One(s) => self.slots[s as usize].healthy().then_some(s),
         };
-        let Some(slot) = slot else {
+        let Some(s) = slot else {
             return Fast::Found(found);
         };
         self.stats.subset_hits += 1;
+        // The one read of the slot: its generation, and one more request in flight.
+        let slot = &mut self.slots[s as usize];
+        slot.active = slot.active.saturating_add(1);
         Fast::Picked(super::Selection {
-            host: self.id(slot),
+            host: HostId {
+                slot: s,
+                generation: slot.generation,
+            },
             fallback: Fallback::None,
             metadata_fallback: None,
             panic: false,
