@@ -8,7 +8,7 @@
 //! 1,024 requests of random hosts' labels, each `select` + `release` as in `subset_wasm`'s lookup
 //! row. MODE is `pre` (metadata set once per request beforehand: pre-interned; the default),
 //! `raw` (metadata set from the request's strings each time) or `keys` (from the request's
-//! value strings each time, its keys resolved once: `SubsetLb::set_key`). Prints ns per
+//! value strings each time, its keys resolved once: `SubsetLb::set_values`). Prints ns per
 //! lookup to stderr.
 
 use std::hint::black_box;

@@ -159,8 +159,9 @@ impl Scenario {
     }
 
     /// `requests` with each key as its position in [`Scenario::keys`] (a key it lacks past
-    /// them, which matches nothing), for [`SubsetLb::set_values`](edgewise::SubsetLb::set_values) with keys resolved from those: a
-    /// proxy's attributes, each read from its header, come with their positions.
+    /// them, which matches nothing), for
+    /// [`SubsetLb::set_values`](edgewise::SubsetLb::set_values) with keys resolved from
+    /// those: a proxy's attributes, each read from its header, come with their positions.
     pub fn keyed<'t>(self, requests: &[Vec<(&'t str, &'t str)>]) -> Vec<Vec<(usize, &'t str)>> {
         let keys = self.keys();
         let at = |k: &str| keys.iter().position(|n| *n == k).unwrap_or(keys.len());

@@ -471,7 +471,7 @@ fn main() -> ExitCode {
     }
     println!(
         "\nlookup ns per request: raw-strings = SubsetLb::set per (key, value) header slice, \
-         raw-values = SubsetLb::set_key, the keys resolved once (RequestKeys)"
+         raw-values = SubsetLb::set_values, the keys resolved once (RequestKeys)"
     );
     println!("lookup      hosts keys pre-interned  raw-strings  raw-values  mosn-trie  mosn/raw");
     for scenario in Scenario::ALL {

@@ -28,7 +28,8 @@ pub(super) fn serial() -> u64 {
 }
 
 /// Metadata keys resolved against a [`SubsetLb`]: made by [`SubsetLb::request_keys`], used
-/// per request by [`SubsetLb::set_key`] (the `i`-th key, in the order given).
+/// per request by [`SubsetLb::set_key`] (the `i`-th key, in the order given) or
+/// [`SubsetLb::set_values`] (all of a request's values at once).
 ///
 /// ```
 /// use edgewise::{Host, HostTable, SubsetLb, SubsetSelector};
