@@ -23,8 +23,9 @@ if [ "${EDGEWISE_DEMO_SKIP_SETUP:-0}" != 1 ]; then
   bash scripts/setup.sh
 fi
 log "cargo build --workspace (edgewised, the test issuer) and the read_features example"
-cargo build --workspace --locked
-cargo build --locked -p edgewise --features store --example read_features
+# One invocation, so the example shares the workspace's feature set: built alone
+# (`-p edgewise --features store`) it rebuilt ~40 dependencies, ~100 s on a fresh clone.
+cargo build --workspace --locked --bins --example read_features
 build_secs=$SECONDS
 
 rm -rf "$run_dir"
@@ -36,10 +37,12 @@ mkdir -p "$run_dir"/{features,ingest}
 # also stops its children (wrangler starts workerd and esbuild). The group ids are listed in
 # $run_dir/pgids for whoever wants to check that none survived (tests/js/demo.test.mjs does).
 pgids=()
+declare -A pid_of
 start() {
   local name=$1
   shift
   setsid "$@" >"$run_dir/$name.log" 2>&1 &
+  pid_of[$name]=$!
   pgids+=("$!")
   echo "$!" >>"$run_dir/pgids"
 }
@@ -75,6 +78,27 @@ stop_all() {
 }
 trap stop_all EXIT
 trap 'exit 130' INT TERM
+
+# The last lines of a service's log (without cargo's progress), to go with an error about it.
+log_tail() {
+  printf -- '--- last lines of %s:\n' "$run_dir/$1.log" >&2
+  grep -av -e 'Compiling ' -e '^\[custom build\] *$' -e '^ *$' "$run_dir/$1.log" 2>/dev/null | tail -n 25 >&2 || true
+  printf -- '---\n' >&2
+}
+
+# Waits until service $1 (as started by `start`) answers on port $2, path $3, for at most $4
+# seconds; dies with its log if it does not. Returns 1 at once if the process is gone, so that a
+# service that failed to start is not waited for until the deadline.
+wait_service() {
+  local name=$1 port=$2 path=$3 secs=$4 pid=${pid_of[$1]} i
+  for ((i = 0; i < secs * 10; i++)); do
+    curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port$path" && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  log_tail "$name"
+  die "$name did not answer on 127.0.0.1:$port within $secs s; see $run_dir/$name.log"
+}
 
 # free_port (lib.sh) asks the kernel for a port and releases it at once; remember the ones this
 # run took ($run_dir/ports) so that no two of its services (or the dead host) get the same one.
@@ -133,8 +157,6 @@ sed "${substitutions[@]}" "$demo_dir/hosts.toml.in" >"$run_dir/hosts.toml"
 # --- memcached and edgewised ---------------------------------------------------------------
 
 daemon_port=$(new_port)
-worker_port=$(new_port)
-inspector_port=$(new_port)
 secret="demo-secret-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 (umask 077 && printf '%s\n' "$secret" >"$run_dir/api-secret")
 
@@ -195,16 +217,22 @@ issuer=target/debug/edgewise-issuer
 issuer_key=tests/data/test-issuer-key.pem
 token_key=$("$issuer" key --key "$issuer_key" | node -pe 'JSON.parse(require("fs").readFileSync(0)).token_key')
 
-log "wrangler dev on 127.0.0.1:$worker_port (runs the worker build first)"
-# DAEMON_SECRET is a secret in production (wrangler secret put); a var is fine for local dev.
-start worker npx wrangler dev --ip 127.0.0.1 --port "$worker_port" \
-  --inspector-port "$inspector_port" --show-interactive-dev-session=false \
-  --var "HOST_TABLE:daemon" --var "HOST_TABLE_REFRESH_MS:1000" \
-  --var "ROUTE_ATTRIBUTES:zone=header:x-edgewise-zone, stage=query:stage" \
-  --var "TOKEN_PATHS:/private" --var "ISSUER_NAME:issuer.demo" --var "ISSUER_KEYS:$token_key" \
-  --var "DAEMON_URL:http://127.0.0.1:$daemon_port" --var "DAEMON_SECRET:$secret"
+# Ports picked just before the start: wrangler binds them only after its build.
+start_worker() {
+  worker_port=$(new_port)
+  inspector_port=$(new_port)
+  log "wrangler dev on 127.0.0.1:$worker_port (runs the worker build first)"
+  # DAEMON_SECRET is a secret in production (wrangler secret put); a var is fine for local dev.
+  start worker npx wrangler dev --ip 127.0.0.1 --port "$worker_port" \
+    --inspector-port "$inspector_port" --show-interactive-dev-session=false \
+    --var "HOST_TABLE:daemon" --var "HOST_TABLE_REFRESH_MS:1000" \
+    --var "ROUTE_ATTRIBUTES:zone=header:x-edgewise-zone, stage=query:stage" \
+    --var "TOKEN_PATHS:/private" --var "ISSUER_NAME:issuer.demo" --var "ISSUER_KEYS:$token_key" \
+    --var "DAEMON_URL:http://127.0.0.1:$daemon_port" --var "DAEMON_SECRET:$secret"
+}
+start_worker
 
-wait_http "$daemon_port" /healthz 30 || die "edgewised did not start; see $run_dir/daemon.log"
+wait_service daemon "$daemon_port" /healthz 30 || { log_tail daemon; die "edgewised exited; see $run_dir/daemon.log"; }
 if [ "$memcached_servers" = "[]" ]; then
   # The daemon's own warning, so nobody misses it.
   grep -m1 EMBEDDED "$run_dir/daemon.log" >&2 || true
@@ -216,10 +244,26 @@ mv "$run_dir/ingest/.user_risk.csv" "$run_dir/ingest/user_risk.csv"
 
 for origin in "${origin_args[@]}"; do
   [ "$origin" = --origin ] && continue
-  wait_http "${origin#*=}" / 30 || die "origin ${origin%=*} did not start; see $run_dir/origin-${origin%=*}.log"
+  name="origin-${origin%=*}"
+  wait_service "$name" "${origin#*=}" / 30 || { log_tail "$name"; die "$name exited; see $run_dir/$name.log"; }
 done
-# The first worker build on a fresh machine takes minutes (wasm-release profile).
-wait_http "$worker_port" / 900 || die "wrangler dev did not start; see $run_dir/worker.log"
+
+# The first worker build on a fresh machine takes minutes (wasm-release profile). A port picked
+# free can be taken before wrangler binds it (by an outgoing connection's ephemeral port, or
+# one workerd binds for itself); wrangler then exits with "Address already in use" and is
+# started again on fresh ports, at most twice. Any other exit is an error at once: one CI run
+# waited out the whole deadline for a wrangler that was gone, and showed nothing of why.
+for attempt in 1 2 3; do
+  wait_service worker "$worker_port" / 900 && break
+  if ((attempt == 3)) || ! grep -q "Address already in use" "$run_dir/worker.log"; then
+    log_tail worker
+    die "wrangler dev exited before serving (attempt $attempt); see $run_dir/worker*.log"
+  fi
+  mv "$run_dir/worker.log" "$run_dir/worker.attempt$attempt.log"
+  log "wrangler dev lost a port to another process ($(grep -m1 -o 'Address already in use[^.]*' \
+    "$run_dir/worker.attempt$attempt.log")); starting it again on fresh ports"
+  start_worker
+done
 up_secs=$((SECONDS - build_secs))
 
 # --- traffic and summary -------------------------------------------------------------------

@@ -23,7 +23,15 @@ test("scripts/demo.sh runs the traffic mix, prints the summary and leaves no pro
       env: { ...process.env, EDGEWISE_DEMO_SKIP_SETUP: "1", EDGEWISE_DEMO_DIR: runDir },
     });
     const output = `${run.stdout}\n${run.stderr}`;
-    assert.equal(run.status, 0, output);
+    // The reason first: a report that keeps only the start of a failure showed the build's
+    // progress and nothing of why.
+    const tail = (text) => text.split("\n").filter((l) => !/^\s*Compiling /.test(l)).slice(-40).join("\n");
+    assert.equal(
+      run.status,
+      0,
+      `demo.sh exited with ${run.status ?? run.signal}${run.error ? ` (${run.error.message})` : ""}\n` +
+        `stderr, last lines:\n${tail(run.stderr)}\nstdout, last lines:\n${tail(run.stdout)}`,
+    );
 
     for (const section of [
       "== requests by category and outcome",
