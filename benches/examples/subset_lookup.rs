@@ -7,9 +7,9 @@
 //! SCENARIO is `4x3`, `mosn` or `unique` (see `edgewise_benches::subset::Scenario`); a round is
 //! 1,024 requests of random hosts' labels, each `select` + `release` as in `subset_wasm`'s lookup
 //! row. MODE is `pre` (metadata set once per request beforehand: pre-interned; the default),
-//! `raw` (metadata set from the request's strings each time) or `keys` (from the request's
-//! value strings each time, its keys resolved once: `SubsetLb::set_values`). Prints ns per
-//! lookup to stderr.
+//! `raw` (metadata set from the request's strings each time: `SubsetLb::set_all`) or `keys`
+//! (from the request's value strings each time, its keys resolved once:
+//! `SubsetLb::set_values`). Prints ns per lookup to stderr.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -52,7 +52,7 @@ fn main() -> ExitCode {
                 for r in &parsed {
                     entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
                     let mut md = lb.metadata();
-                    r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+                    lb.set_all(&mut md, r.iter().copied());
                     missed += usize::from(!pick(&mut lb, &md, entropy));
                 }
             }

@@ -201,7 +201,7 @@ fn lookup_row(cfg: &Config, scenario: Scenario, n: usize) {
             let mut sum = 0;
             for r in &requests {
                 let mut md = lb.metadata();
-                r.iter().for_each(|(k, v)| lb.set(&mut md, k, v));
+                lb.set_all(&mut md, r.iter().copied());
                 entropy = entropy.wrapping_add(0x9e37_79b9_7f4a_7c15);
                 sum += pick(&mut lb, &md, entropy);
             }

@@ -78,6 +78,27 @@ proptest! {
             prop_assert_eq!(by_keys(&lb, &keys, request), by_names(&lb, request));
         }
     }
+
+    /// A request's pairs set in one call are those set one at a time, in any order and with
+    /// keys repeated (the last value wins) or beyond the capacity (foreign).
+    #[test]
+    fn pairs_set_at_once_are_those_set_one_by_one(
+        parts in prop::collection::vec(host_parts(), 0..20),
+        config in config(),
+        request in prop::collection::vec(
+            (prop::sample::select(&NAMES[..]), prop::sample::select(&["1", "2", "3", "9"][..])),
+            0..12,
+        ),
+    ) {
+        let hosts = parts.into_iter().enumerate().map(|(i, p)| host(i, p)).collect();
+        let table = HostTable { version: 1, hosts, subset: config };
+        let Ok(lb) = SubsetLb::build(&table) else { return Ok(()) };
+        let mut one_by_one = lb.metadata();
+        request.iter().for_each(|&(k, v)| lb.set(&mut one_by_one, k, v));
+        let mut at_once = lb.metadata();
+        lb.set_all(&mut at_once, request.iter().copied());
+        prop_assert_eq!(at_once, one_by_one);
+    }
 }
 
 /// Keys resolved against one load balancer, used with another that numbers its keys
