@@ -25,7 +25,7 @@ test("scripts/demo.sh runs the traffic mix, prints the summary and leaves no pro
     const output = `${run.stdout}\n${run.stderr}`;
     // The reason first: a report that keeps only the start of a failure showed the build's
     // progress and nothing of why.
-    const tail = (text) => text.split("\n").filter((l) => !/^\s*Compiling /.test(l)).slice(-40).join("\n");
+    const tail = (text) => (text ?? "").split("\n").filter((l) => !/^\s*Compiling /.test(l)).slice(-40).join("\n");
     assert.equal(
       run.status,
       0,
