@@ -251,8 +251,8 @@ done
 # The first worker build on a fresh machine takes minutes (wasm-release profile). A port picked
 # free can be taken before wrangler binds it (by an outgoing connection's ephemeral port, or
 # one workerd binds for itself); wrangler then exits with "Address already in use" and is
-# started again on fresh ports, at most twice. Any other exit is an error at once: one CI run
-# waited out the whole deadline for a wrangler that was gone, and showed nothing of why.
+# started again on fresh ports, at most twice. Any other exit is an error at once, with the log:
+# one CI run spent the whole deadline here and its report showed nothing of why.
 for attempt in 1 2 3; do
   wait_service worker "$worker_port" / 900 && break
   if ((attempt == 3)) || ! grep -q "Address already in use" "$run_dir/worker.log"; then
