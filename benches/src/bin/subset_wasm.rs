@@ -470,7 +470,7 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "\nlookup ns per request: raw-strings = SubsetLb::set per (key, value) header slice, \
+        "\nlookup ns per request: raw-strings = SubsetLb::set_all over the (key, value) header slices, \
          raw-values = SubsetLb::set_values, the keys resolved once (RequestKeys)"
     );
     println!("lookup      hosts keys pre-interned  raw-strings  raw-values  mosn-trie  mosn/raw");
