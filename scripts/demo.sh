@@ -100,6 +100,11 @@ wait_service() {
   die "$name did not answer on 127.0.0.1:$port within $secs s; see $run_dir/$name.log"
 }
 
+# wait_service, dying with the service's log if it exited.
+need_service() {
+  wait_service "$@" || { log_tail "$1"; die "$1 exited; see $run_dir/$1.log"; }
+}
+
 # free_port (lib.sh) asks the kernel for a port and releases it at once; remember the ones this
 # run took ($run_dir/ports) so that no two of its services (or the dead host) get the same one.
 new_port() {
@@ -232,7 +237,7 @@ start_worker() {
 }
 start_worker
 
-wait_service daemon "$daemon_port" /healthz 30 || { log_tail daemon; die "edgewised exited; see $run_dir/daemon.log"; }
+need_service daemon "$daemon_port" /healthz 30
 if [ "$memcached_servers" = "[]" ]; then
   # The daemon's own warning, so nobody misses it.
   grep -m1 EMBEDDED "$run_dir/daemon.log" >&2 || true
@@ -244,8 +249,7 @@ mv "$run_dir/ingest/.user_risk.csv" "$run_dir/ingest/user_risk.csv"
 
 for origin in "${origin_args[@]}"; do
   [ "$origin" = --origin ] && continue
-  name="origin-${origin%=*}"
-  wait_service "$name" "${origin#*=}" / 30 || { log_tail "$name"; die "$name exited; see $run_dir/$name.log"; }
+  need_service "origin-${origin%=*}" "${origin#*=}" / 30
 done
 
 # The first worker build on a fresh machine takes minutes (wasm-release profile). A port picked

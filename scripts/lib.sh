@@ -56,15 +56,6 @@ free_port() {
   node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
 }
 
-# Waits until http://127.0.0.1:$1$2 answers (any status), at most $3 seconds.
-wait_http() {
-  local port=$1 path=$2 secs=${3:-60} i
-  for ((i = 0; i < secs * 10; i++)); do
-    if curl -s -o /dev/null --max-time 1 "http://127.0.0.1:$port$path"; then return 0; fi
-    sleep 0.1
-  done
-  return 1
-}
 
 # Builds the bench binary $1 of edgewise-benches (release) for wasm32-wasip1 and natively, then
 # runs it under Node and natively, each printing its table. Flags up to `--` go to node, the
