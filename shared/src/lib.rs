@@ -11,10 +11,10 @@
 // Input from outside must be handled, not unwrapped.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 #![no_std]
-// The feature store maps files shared with other processes, which takes a few `unsafe` blocks
-// (each with its `// SAFETY:` argument, in `store/`'s low-level files only).
-#![cfg_attr(not(feature = "store"), forbid(unsafe_code))]
-#![cfg_attr(feature = "store", deny(unsafe_code))]
+// `unsafe` only where a module allows it, each block with its `// SAFETY:` argument: the
+// feature store's low-level files (it maps files shared with other processes) and
+// `subset/prefetch.rs` (one cache hint).
+#![deny(unsafe_code)]
 
 extern crate alloc;
 #[cfg(feature = "store")]

@@ -95,6 +95,7 @@ mod key;
 mod lookup;
 mod metadata;
 mod pickset;
+mod prefetch;
 mod records;
 mod request_keys;
 mod slot;

@@ -1,10 +1,10 @@
 //! Host slots: what the load balancer keeps of each host, split by use.
 
 /// The per-host state a pick reads, kept apart from the strings so that picks in large tables
-/// walk a dense array: 8 bytes a host, so that 100k hosts (800 KB) stay in a core's 1 MiB L2
-/// cache beside the chains' lines in use. At 12 bytes (1.2 MB) they did not, and each
-/// lookup's one read of its host's slot went to L3: 4x3 lookups at 100k hosts took 10-15%
-/// longer.
+/// walk a dense array of 8 bytes a host: 800 KB at 100k hosts. At 12 bytes (1.2 MB) each
+/// lookup's one read of its host's slot missed more often: 4x3 lookups at 100k hosts took
+/// 10-15% longer. Even 800 KB does not fit these machines' L2 (512 KiB a core), so the
+/// round-robin pick hints the next turn's slot to the cache (`prefetch`).
 ///
 /// A removed host's slot stays dead (not alive) until no pick set holds it any more, and only
 /// then is reused (with the next generation), so a stale entry in a member list can never

@@ -528,6 +528,44 @@ fn round_robin_takes_turns() {
     );
 }
 
+/// Round robin inside subsets whose members are ranges of the chains (the lookup's fast path,
+/// which hints the next member's slot to the cache): turns in member order through each
+/// wrap, the last subset of the chains included (its next member past the wrap lies beyond
+/// them).
+#[test]
+fn round_robin_takes_turns_in_chained_subsets() {
+    let config = SubsetConfig {
+        selectors: selectors(&[&["k"], &["k", "j"]]),
+        ..SubsetConfig::default()
+    };
+    let hosts = [
+        "k=a,j=x", "k=b,j=x", "k=a,j=y", "k=b,j=x", "k=b,j=y", "k=a,j=x",
+    ];
+    let mut lb = SubsetLb::build(&table(&hosts, config)).unwrap();
+    for pairs in [&[("k", "b")][..], &[("k", "a")], &[("k", "b"), ("j", "x")]] {
+        let md = md(&lb, pairs);
+        let picks: Vec<u32> = (0..12u64)
+            .map(|i| {
+                let s = lb.select(&md, i).unwrap();
+                assert_eq!(s.fallback, Fallback::None);
+                lb.release(s.host);
+                s.host.slot
+            })
+            .collect();
+        let members: BTreeSet<u32> = picks.iter().copied().collect();
+        let n = members.len();
+        let wanted = hosts
+            .iter()
+            .filter(|h| pairs.iter().all(|(k, v)| h.contains(&format!("{k}={v}"))));
+        assert_eq!(n, wanted.count(), "{pairs:?}: {picks:?}");
+        // The same order each cycle, every member once a cycle.
+        assert!(
+            picks.windows(n + 1).all(|w| w[0] == w[n]),
+            "{pairs:?}: {picks:?}"
+        );
+    }
+}
+
 /// Round robin over hosts of different weights gives each as many turns per cycle as its
 /// weight, as Envoy's does, and spreads a heavy host's turns over the cycle.
 #[test]
