@@ -6,14 +6,16 @@
 //!
 //! SCENARIO is `4x3`, `mosn` or `unique` (see `edgewise_benches::subset::Scenario`); MODE is
 //! `bytes` (`SubsetLb::decode` of the daemon's bytes, the worker's path; the default), `build`
-//! (`SubsetLb::build`), `validated` (`SubsetLb::build_validated`) or `validate`
-//! (`HostTable::validate`). Prints the median and fastest build to stderr.
+//! (`SubsetLb::build`), `validated` (`SubsetLb::build_validated`), `validate`
+//! (`HostTable::validate`) or `walk` (a read of every host's address and of every label's key
+//! and value, with no checks: the floor under any build from an owned table, which waits on
+//! those separately allocated strings). Prints the median and fastest build to stderr.
 
 use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use edgewise::SubsetLb;
+use edgewise::{Host, HostTable, SubsetLb};
 use edgewise_benches::subset::Scenario;
 
 fn main() -> ExitCode {
@@ -35,6 +37,7 @@ fn main() -> ExitCode {
             "build" => SubsetLb::build(&table).map(|lb| lb.len()).is_ok(),
             "validated" => SubsetLb::build_validated(&table).map(|lb| lb.len()).is_ok(),
             "validate" => table.validate().is_ok(),
+            "walk" => walk(&table) > 0,
             _ => return usage(),
         };
         times.push(start.elapsed().as_secs_f64() * 1e3);
@@ -52,7 +55,22 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// A byte of each host's address and of each of its labels' keys and values, summed.
+fn walk(table: &HostTable) -> usize {
+    let first = |s: &String| usize::from(s.as_bytes().first().copied().unwrap_or(0));
+    let host = |h: &Host| {
+        first(&h.address)
+            + h.labels
+                .iter()
+                .map(|(k, v)| first(k) + first(v))
+                .sum::<usize>()
+    };
+    black_box(table.hosts.iter().map(host).sum())
+}
+
 fn usage() -> ExitCode {
-    eprintln!("usage: subset_build 4x3|mosn|unique HOSTS ROUNDS [bytes|build|validated|validate]");
+    eprintln!(
+        "usage: subset_build 4x3|mosn|unique HOSTS ROUNDS [bytes|build|validated|validate|walk]"
+    );
     ExitCode::from(2)
 }
