@@ -13,8 +13,16 @@
 #![no_std]
 // `unsafe` only where a module allows it, each block with its `// SAFETY:` argument: the
 // feature store's low-level files (it maps files shared with other processes) and
-// `subset/prefetch.rs` (one cache hint).
-#![deny(unsafe_code)]
+// `subset/prefetch.rs` (one cache hint, x86_64 only). Forbidden in builds with neither (the
+// Wasm worker's).
+#![cfg_attr(
+    not(any(feature = "store", all(target_arch = "x86_64", target_feature = "sse"))),
+    forbid(unsafe_code)
+)]
+#![cfg_attr(
+    any(feature = "store", all(target_arch = "x86_64", target_feature = "sse")),
+    deny(unsafe_code)
+)]
 
 extern crate alloc;
 #[cfg(feature = "store")]

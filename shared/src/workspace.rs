@@ -25,7 +25,8 @@
 //! ```
 //!
 //! The arena is a safe bump allocator: it owns the unused tail of the buffer as one `&mut [u8]`
-//! and hands out pieces with `split_at_mut`, so the crate keeps `#![forbid(unsafe_code)]`.
+//! and hands out pieces with `split_at_mut`: no `unsafe` (the crate denies it outside the
+//! feature store and one cache hint).
 //! A [snapshot](Arena::snapshot) is an arena over a reborrow of that tail: what it allocates is
 //! dead when it is dropped, and the parent's untouched tail is the rollback.
 //!

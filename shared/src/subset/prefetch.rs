@@ -4,7 +4,10 @@
 //! The one `unsafe` block of the core outside the feature store. On x86_64 it asks for the
 //! value's line with `prefetcht0`; elsewhere (Wasm has no such instruction; aarch64's is not
 //! stable in Rust yet) it does nothing.
-#![allow(unsafe_code)]
+#![cfg_attr(
+    all(target_arch = "x86_64", target_feature = "sse"),
+    allow(unsafe_code)
+)]
 
 /// Hints the CPU to bring `values[i]`'s cache line into L1. Any `i` will do: one out of bounds
 /// hints a line of no use, and costs no bounds check.

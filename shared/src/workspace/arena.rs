@@ -57,7 +57,7 @@ impl<'w> Arena<'w> {
 
     /// A copy of `s`.
     ///
-    /// The crate forbids `unsafe`, so the copy is re-validated as UTF-8 (the ASCII fast path
+    /// The arena has no `unsafe`, so the copy is re-validated as UTF-8 (the ASCII fast path
     /// runs at several bytes per cycle); it cannot fail.
     #[inline]
     pub fn copy_str(&mut self, s: &str) -> Option<&'w mut str> {

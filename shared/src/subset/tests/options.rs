@@ -528,10 +528,9 @@ fn round_robin_takes_turns() {
     );
 }
 
-/// Round robin inside subsets whose members are ranges of the chains (the lookup's fast path,
-/// which hints the next member's slot to the cache): turns in member order through each
-/// wrap, the last subset of the chains included (its next member past the wrap lies beyond
-/// them).
+/// Round robin inside subsets whose members are ranges of the chains (where the lookup's fast
+/// path hints the next member's slot to the cache): turns in one order through each wrap, the
+/// last subset of the chains included (its last member has no next one in the chains).
 #[test]
 fn round_robin_takes_turns_in_chained_subsets() {
     let config = SubsetConfig {
@@ -558,7 +557,9 @@ fn round_robin_takes_turns_in_chained_subsets() {
             .iter()
             .filter(|h| pairs.iter().all(|(k, v)| h.contains(&format!("{k}={v}"))));
         assert_eq!(n, wanted.count(), "{pairs:?}: {picks:?}");
-        // The same order each cycle, every member once a cycle.
+        // Every member once a cycle (`n` distinct picks, counted above), and the same order
+        // each cycle: the members' order in the chains, which groups them by the subsets
+        // that share their prefix, not by slot.
         assert!(
             picks.windows(n + 1).all(|w| w[0] == w[n]),
             "{pairs:?}: {picks:?}"
