@@ -118,10 +118,27 @@ fn listen_conflict_is_reported() {
     assert!(stderr.contains(&format!("binding {taken}")), "{stderr}");
 }
 
-fn scratch_dir(name: &str) -> std::path::PathBuf {
+/// A directory for a test's files, removed with them when dropped.
+struct ScratchDir(std::path::PathBuf);
+
+impl std::ops::Deref for ScratchDir {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn scratch_dir(name: &str) -> ScratchDir {
     let dir = std::env::temp_dir().join(format!("edgewise-tests-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    ScratchDir(dir)
 }
 
 #[test]

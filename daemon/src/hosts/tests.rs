@@ -18,11 +18,13 @@ address = "http://127.0.0.1:8082"
 labels = { zone = "b" }
 "#;
 
+/// A file in a directory of its own, both removed when dropped.
 struct TempFile(PathBuf);
 
 impl TempFile {
     fn new(name: &str, text: &str) -> TempFile {
-        let dir = std::env::temp_dir().join(format!("edgewised-hosts-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("edgewised-hosts-{}-{name}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let file = TempFile(dir.join(name));
         file.write(text);
@@ -44,7 +46,9 @@ impl TempFile {
 
 impl Drop for TempFile {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        if let Some(dir) = self.0.parent() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 
