@@ -33,7 +33,7 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use edgewise::{HostDelta, HostTable, LbPolicy, Metadata, SubsetLb};
+use edgewise::{Host, HostDelta, HostTable, LbPolicy, Metadata, SubsetLb};
 use edgewise_benches::batch::{self, Config, Sampler, TARGET, fmt_ns};
 use edgewise_benches::subset::{FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, sorted};
 
@@ -349,14 +349,44 @@ fn update_row(cfg: &Config, scenario: Scenario, n: usize, build_ns: f64) {
     let m = |name| sampler.median(name).unwrap_or(f64::NAN);
     let (churn, health) = (m("remove+add"), m("health"));
     println!(
-        "{:<7} {:>7} {:>16} {:>13} {:>16.0}x {:>12}",
+        "{:<7} {:>7} {:>16} {:>13} {:>16.0}x {:>12} {:>10}",
         scenario.name(),
         n,
         fmt_ns(churn),
         fmt_ns(health),
         build_ns / churn,
         fmt_ns(first_change(&table, cfg.batches)),
+        fmt_ns(canary(scenario, &table, cfg.batches)),
     );
+}
+
+/// The median time of the first add of a canary host after a build: a copy of a host of the
+/// table at a new address, with a value of one routing key no host has. Another host, of
+/// values no host has, is added first, untimed: the first change after a build makes the
+/// address table (`first_change`).
+fn canary(scenario: Scenario, table: &HostTable, rounds: usize) -> f64 {
+    let keys = scenario.keys();
+    let mut host = table.hosts[table.hosts.len() / 2].clone();
+    host.address = "http://canary.internal:8080".into();
+    host.labels
+        .insert(keys[keys.len() / 2].into(), "canary".into());
+    let warm = keys
+        .iter()
+        .fold(Host::new("http://warm.internal:8080"), |h, k| {
+            h.with_label(*k, "warm")
+        });
+    let times: Vec<f64> = (0..rounds)
+        .map(|_| {
+            let mut lb = SubsetLb::build(table).unwrap_or_else(|e| panic!("{e}"));
+            assert!(lb.add_host(warm.clone()).is_ok(), "the first host joins");
+            let start = Instant::now();
+            let added = lb.add_host(host.clone()).is_ok();
+            let elapsed = start.elapsed().as_nanos() as f64;
+            assert!(added, "the canary joins");
+            elapsed
+        })
+        .collect();
+    batch::median(&times).unwrap_or(f64::NAN)
 }
 
 /// Median ns of the first remove + add after a build: it puts the addresses of a table in
@@ -491,7 +521,9 @@ fn main() -> ExitCode {
     }
     println!(
         "\nupdate      hosts remove/add ns/op  health ns/op  full rebuild / op  first ns (the \
-         first remove/add after a build hashes the addresses)"
+         first remove/add after a build hashes the addresses)  canary ns (a host with a new value \
+         of a routing key, a canary release's new version, added after that first change: it \
+         joins some of the subsets sharing a set, not all)"
     );
     for scenario in Scenario::ALL {
         let n = *sizes.last().unwrap_or(&SIZES[0]);

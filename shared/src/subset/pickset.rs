@@ -275,6 +275,29 @@ impl PickSet {
         set
     }
 
+    /// This set's members (none dead) and counts, with live slot `s` added: the set of a host
+    /// that joins only some of the subsets sharing this one. No member's slot is read (a
+    /// chained set's copy shares its range of the chains; its own members are copied):
+    /// recounting them made a canary host's add take 0.5 ms in MOSN's scheme at 100k hosts.
+    pub fn extended(&self, s: u32, slots: &[Slot]) -> PickSet {
+        debug_assert!(!self.all && self.live as usize == self.members.len());
+        let mut set = PickSet {
+            members: self.members.clone(),
+            live: self.live,
+            healthy: self.healthy,
+            single: self.single,
+            weights: self.weights.bounds(),
+            ..PickSet::default()
+        };
+        set.add(s, slots);
+        set
+    }
+
+    /// Whether every member is live (no removed host's entry left).
+    pub fn has_no_dead(&self) -> bool {
+        self.live as usize == self.members.len()
+    }
+
     /// The set of every slot of the table, empty for now.
     pub fn all() -> PickSet {
         PickSet {

@@ -230,11 +230,16 @@ impl SubsetLb {
             self.elect_between(i, s);
             return;
         }
-        let mut members = shared.live_members(&self.slots, &self.chains);
-        members.push(s);
-        let single = shared.single;
+        let copy = if shared.has_no_dead() {
+            shared.extended(s, &self.slots)
+        } else {
+            let mut members = shared.live_members(&self.slots, &self.chains);
+            members.push(s);
+            let members = Members::owned(members);
+            PickSet::new(members, shared.single, &self.slots, &self.chains)
+        };
         self.sets[i as usize].refs -= subsets.len() as u32;
-        self.move_to_new_set(members, single, subsets);
+        self.move_to_new_set(copy, subsets);
     }
 
     /// Puts slot `s` in `subsets` of the one host of slot `first`: they get a set of the two,
@@ -250,15 +255,15 @@ impl SubsetLb {
                 if single {
                     self.stats.single_host_collisions += subsets.len() as u64;
                 }
-                self.move_to_new_set(vec![first.min(s), first.max(s)], single, &subsets);
+                let members = Members::owned(vec![first.min(s), first.max(s)]);
+                let set = PickSet::new(members, single, &self.slots, &self.chains);
+                self.move_to_new_set(set, &subsets);
             }
         }
     }
 
-    /// A new set of `members` for `subsets`, which leave their old one.
-    fn move_to_new_set(&mut self, members: Vec<u32>, single: bool, subsets: &[u32]) {
-        let members = Members::owned(members);
-        let mut copy = PickSet::new(members, single, &self.slots, &self.chains);
+    /// A new set, `copy`, for `subsets`, which leave their old one.
+    fn move_to_new_set(&mut self, mut copy: PickSet, subsets: &[u32]) {
         copy.refs = subsets.len() as u32;
         let copy = self.push_set(copy);
         self.elect(copy);

@@ -54,6 +54,15 @@ impl Weights {
         }
     }
 
+    /// The same bounds, without sums.
+    pub fn bounds(&self) -> Weights {
+        Weights {
+            max: self.max,
+            min: self.min,
+            ..Weights::default()
+        }
+    }
+
     /// A live member of `weight` joined, or a member's weight became `weight`.
     pub fn count(&mut self, weight: u32) {
         self.max = self.max.max(weight);

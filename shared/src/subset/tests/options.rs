@@ -789,6 +789,49 @@ fn identical_subsets_share_storage() {
     assert_eq!(picks(&mut lb, &[("a", "1")], 30).0.len(), 3);
 }
 
+/// A host joining some of the subsets that share a set gets them a copy (sharing the
+/// original's range of the chains): both sets then hold each old host, pick only their own
+/// live hosts through removals, and a removed host's slot goes to a new host (of another
+/// subset) only once neither set can pick it any more (counting one holder only fails this).
+#[test]
+fn a_split_set_and_its_sharers_let_go_of_removed_hosts() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["a"], &["a", "c"]]);
+    let mut lb = SubsetLb::build(&table(&["a=1,c=1"; 6], config)).unwrap();
+    lb.add_host(Host::new("http://x").with_label("a", "1"))
+        .unwrap();
+    let (both, one) = ([("a", "1"), ("c", "1")], [("a", "1")]);
+    let everyone = ["h0", "h1", "h2", "h3", "h4", "h5"];
+    assert_eq!(picks(&mut lb, &both, 60).0, set(&everyone));
+    assert_eq!(picks(&mut lb, &one, 60).0.len(), 7);
+    // x first: the copy then holds 7 entries for 6 live hosts and drops its tombstones after
+    // 3 more removals (more than half), when the original, 6 for 3, keeps them.
+    let gone = ["http://x", "http://h0", "http://h1", "http://h2"];
+    for (gone, left) in gone.into_iter().zip([6, 5, 4, 3]) {
+        lb.remove_host(gone).unwrap();
+        // New hosts elsewhere take any slot freed: none may show up in the sets below.
+        let elsewhere = Host::new(format!("{gone}-elsewhere")).with_label("a", "2");
+        lb.add_host(elsewhere).unwrap();
+        let (in_both, in_one) = (picks(&mut lb, &both, 60).0, picks(&mut lb, &one, 60).0);
+        assert_eq!(in_both.len(), left, "{in_both:?}");
+        assert!(!in_both.contains(gone));
+        // {a=1} is {a=1, c=1} and x while x is there.
+        let mut want = in_both;
+        if lb.host_id("http://x").is_some() {
+            want.insert("http://x".into());
+        }
+        assert_eq!(in_one, want);
+    }
+    // More hosts elsewhere, to take every slot freed so far.
+    for i in 0..4 {
+        let elsewhere = Host::new(format!("http://more-{i}")).with_label("a", "2");
+        lb.add_host(elsewhere).unwrap();
+    }
+    assert_eq!(picks(&mut lb, &both, 60).0, set(&["h3", "h4", "h5"]));
+    assert_eq!(picks(&mut lb, &one, 60).0, set(&["h3", "h4", "h5"]));
+    assert_eq!(picks(&mut lb, &[("a", "2")], 60).0.len(), 8);
+}
+
 #[test]
 fn empty_subsets_are_dropped_and_slots_reused() {
     let mut config = config(FallbackPolicy::NoFallback);
