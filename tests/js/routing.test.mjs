@@ -141,6 +141,45 @@ test("NO_FALLBACK refuses metadata no subset matches; a retry needs another host
   assert.deepEqual(only(await labels(mf2, 2, { headers: { "x-edgewise-zone": "c" } })), [502]);
 });
 
+// Answers every request with `status`, as Cloudflare's edge does for an origin behind it that it
+// could not reach (52x); counts what it was sent.
+async function answering(status) {
+  const seen = { count: 0 };
+  const server = createServer((req, res) => {
+    seen.count += 1;
+    req.resume();
+    req.on("end", () => {
+      res.writeHead(status, { "content-type": "text/plain", "x-origin-label": `answers-${status}` });
+      res.end(`error code: ${status}`);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  open.push(() => new Promise((done) => server.close(done)));
+  return { url: `http://127.0.0.1:${server.address().port}`, seen };
+}
+
+test("a 52x for an origin not reached is retried on another host; one it may have acted on is not", async () => {
+  const [refused, timedOut] = [await answering(522), await answering(524)];
+  const routed = table({ child_policy: "ROUND_ROBIN" });
+  routed.hosts = [
+    { address: refused.url, labels: { zone: "d", stage: "prod" } },
+    { address: origins.c1.url, labels: { zone: "d", stage: "prod" } },
+    { address: timedOut.url, labels: { zone: "e", stage: "prod" } },
+    { address: origins.b1.url, labels: { zone: "e", stage: "prod" } },
+  ];
+  const mf = await worker({ HOST_TABLE: JSON.stringify(routed) });
+  const d = await labels(mf, 6, { headers: { "x-edgewise-zone": "d" } });
+  assert.deepEqual(only(d), ["c1"], `every request answered by c1: ${d}`);
+  assert.ok(refused.seen.count >= 3, "round robin sent half of them to the 522 host first");
+  // 524: the origin was reached and may have acted; passed through, not sent twice.
+  const e = await labels(mf, 6, { headers: { "x-edgewise-zone": "e" } });
+  assert.deepEqual(only(e.map(String)), ["524", "b1"], `${e}`);
+  // The only host of a subset answers 522: its answer is passed on (nothing to retry on).
+  routed.hosts = routed.hosts.filter((h) => h.address !== origins.c1.url);
+  const lonely = await worker({ HOST_TABLE: JSON.stringify(routed) });
+  assert.deepEqual(only(await labels(lonely, 2, { headers: { "x-edgewise-zone": "d" } })), [522]);
+});
+
 test("a malformed static table or attribute list makes the worker refuse to start routing", async () => {
   for (const bindings of [
     { HOST_TABLE: "{not json" },

@@ -81,8 +81,9 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
         .map_err(|e| Failure::Internal(e.to_owned()))
 }
 
-/// Sends to the host the subset load balancer picks; if it cannot be reached, once more to
-/// another host of the same subset. A request body is teed first so the retry has one too.
+/// Sends to the host the subset load balancer picks; if it cannot be reached (the fetch fails,
+/// or Cloudflare answers for it that it could not: [`unreached`]), once more to another host
+/// of the same subset. A request body is teed first so the retry has one too.
 async fn routed(
     hop: &Hop<'_>,
     routing: &route::Routing,
@@ -97,12 +98,20 @@ async fn routed(
         ),
         None => None,
     };
-    let failure = match hop.send(hop.req, &first.origin, arena).await {
-        Ok(response) => return Ok(response),
-        Err(failure) => failure,
+    let (failure, answer) = match hop.send(hop.req, &first.origin, arena).await {
+        Ok(response) if !unreached(response.status_code()) => return Ok(response),
+        Ok(response) => {
+            let status = response.status_code();
+            (
+                Failure::Origin(format!("not reached: {status}")),
+                Some(response),
+            )
+        }
+        Err(failure) => (failure, None),
     };
     let Some(second) = routing.retry(&first) else {
-        return Err(failure);
+        // Nowhere else to go: Cloudflare's own answer says more than a 502 would.
+        return answer.ok_or(failure);
     };
     console_error!(
         "edgewise: {failure}; retrying on {}",
@@ -110,6 +119,16 @@ async fn routed(
     );
     hop.send(spare.as_ref().unwrap_or(hop.req), &second.origin, arena)
         .await
+}
+
+/// Whether `status` is Cloudflare's answer for an origin it did not send the request to: 521
+/// connection refused, 522 connection timed out, 523 unreachable, 525 TLS handshake failed,
+/// 526 invalid certificate, 530 origin DNS error. A worker's fetch of a host behind Cloudflare
+/// gets these where a fetch elsewhere fails: retried as a failed connection is. Not 520 (an
+/// empty or invalid answer) nor 524 (no answer in time): the origin may have acted on the
+/// request, and only an idempotent one could be sent again.
+fn unreached(status: u16) -> bool {
+    matches!(status, 521 | 522 | 523 | 525 | 526 | 530)
 }
 
 /// One request on its way to an origin.
