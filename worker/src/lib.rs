@@ -83,21 +83,15 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
 
 /// Sends to the host the subset load balancer picks; if it cannot be reached (the fetch fails,
 /// or Cloudflare answers for it that it could not: [`unreached`]), once more to another host
-/// of the same subset. A request body is teed first so the retry has one too.
+/// of the same subset. A request body is teed first so the retry has one too, unless it is
+/// declared larger than [`RETRY_BODY_LIMIT`]: that one is sent once.
 async fn routed(
     hop: &Hop<'_>,
     routing: &route::Routing,
     arena: &mut Arena<'_>,
 ) -> std::result::Result<Response, Failure> {
     let first = routing.pick(hop.req, hop.url).await?;
-    let spare = match hop.req.inner().body() {
-        Some(_) => Some(
-            hop.req
-                .clone()
-                .map_err(|e| Failure::Internal(e.to_string()))?,
-        ),
-        None => None,
-    };
+    let resend = Resend::of(hop.req)?;
     let (failure, answer) = match hop.send(hop.req, &first.origin, arena).await {
         Ok(response) if !unreached(response.status_code()) => return Ok(response),
         Ok(response) => {
@@ -109,16 +103,63 @@ async fn routed(
         }
         Err(failure) => (failure, None),
     };
-    let Some(second) = routing.retry(&first) else {
-        // Nowhere else to go: Cloudflare's own answer says more than a 502 would.
+    let again = resend.request(hop.req);
+    let Some((second, again)) = routing.retry(&first).zip(again) else {
+        // No other host, or a body not kept: Cloudflare's own answer says more than a 502.
         return answer.ok_or(failure);
     };
     console_error!(
         "edgewise: {failure}; retrying on {}",
         second.origin.as_str()
     );
-    hop.send(spare.as_ref().unwrap_or(hop.req), &second.origin, arena)
-        .await
+    hop.send(again, &second.origin, arena).await
+}
+
+/// What a retry may send.
+enum Resend {
+    /// The request again: it has no body.
+    Same,
+    /// A copy whose body is a tee of the request's.
+    Teed(Request),
+    /// Nothing: its body is declared too large to keep.
+    Never,
+}
+
+impl Resend {
+    fn of(req: &Request) -> std::result::Result<Resend, Failure> {
+        if req.inner().body().is_none() {
+            return Ok(Resend::Same);
+        }
+        if declared_too_large(req) {
+            return Ok(Resend::Never);
+        }
+        let copy = req.clone().map_err(|e| Failure::Internal(e.to_string()))?;
+        Ok(Resend::Teed(copy))
+    }
+
+    fn request<'r>(&'r self, original: &'r Request) -> Option<&'r Request> {
+        match self {
+            Resend::Same => Some(original),
+            Resend::Teed(copy) => Some(copy),
+            Resend::Never => None,
+        }
+    }
+}
+
+/// The largest request body declared (`Content-Length`) that is kept for a retry. The copy is
+/// a tee of the body stream: until the first try ends, the runtime holds in memory what that
+/// try has read and the copy has not, up to the whole body, and a few concurrent large
+/// uploads would fill the isolate's memory. A body of unknown length (chunked, or HTTP/2
+/// without the header) is still teed: most such requests are small, and refusing their
+/// retries would drop them on every dead host.
+const RETRY_BODY_LIMIT: u64 = 1 << 20;
+
+/// Whether `req` declares a body longer than [`RETRY_BODY_LIMIT`].
+fn declared_too_large(req: &Request) -> bool {
+    let length = req.headers().get("content-length").ok().flatten();
+    length
+        .and_then(|l| l.trim().parse::<u64>().ok())
+        .is_some_and(|l| l > RETRY_BODY_LIMIT)
 }
 
 /// Whether `status` is Cloudflare's answer for an origin it did not send the request to: 521
