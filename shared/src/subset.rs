@@ -471,7 +471,7 @@ impl SubsetLb {
     }
 
     fn find_address(&self, address: &str) -> Option<u32> {
-        (self.addresses).find(&self.records, self.slots.len() as u32, address)
+        self.addresses.find(&self.records, address)
     }
 }
 

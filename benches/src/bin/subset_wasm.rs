@@ -362,8 +362,8 @@ fn update_row(cfg: &Config, scenario: Scenario, n: usize, build_ns: f64) {
 
 /// The median time of the first add of a canary host after a build: a copy of a host of the
 /// table at a new address, with a value of one routing key no host has. Another host, of
-/// values no host has, is added first, untimed: the first change after a build makes the
-/// address table (`first_change`).
+/// values no host has, is added first, untimed, so that this is not the first change after a
+/// build (`first_change`).
 fn canary(scenario: Scenario, table: &HostTable, rounds: usize) -> f64 {
     let keys = scenario.keys();
     let mut host = table.hosts[table.hosts.len() / 2].clone();
@@ -521,7 +521,7 @@ fn main() -> ExitCode {
     }
     println!(
         "\nupdate      hosts remove/add ns/op  health ns/op  full rebuild / op  first ns (the \
-         first remove/add after a build hashes the addresses)  canary ns (a host with a new value \
+         first remove/add after a build)  canary ns (a host with a new value \
          of a routing key, a canary release's new version, added after that first change: it \
          joins some of the subsets sharing a set, not all)"
     );

@@ -7,10 +7,13 @@
 //! addresses into a table was a third of a build from bytes at that size (perf samples, 4
 //! keys x 3 values: random probes into 640 KiB, which with the rest of the build spill out of
 //! a core's 1 MiB L2); the order check compares neighbours 8 bytes at a time
-//! ([`Records::ascending`]). The table is made when the first host is added or removed (which
-//! breaks the order), ~1.4 ms at 100k hosts, once; a worker whose isolate gets no delta
-//! before it goes never makes it.
+//! ([`Records::ascending`]). Changes keep the build's order for the hosts they leave alone: a
+//! removed one is marked in a bitset that the search steps over, and added ones go to a small
+//! table of their own. Hashing every address at the first change instead took 1.6-2.5 ms at
+//! 100k hosts, a spike on the first delta after each build; the whole table is made only once
+//! an eighth of the build's hosts are gone, when the search would step over too many.
 
+use alloc::vec::Vec;
 use core::cmp::Ordering;
 use core::hash::{BuildHasher, Hasher};
 
@@ -27,9 +30,56 @@ mod tests;
 #[derive(Debug, Default)]
 pub(super) struct Addresses {
     hasher: FixedState,
-    /// Slot by address; `None` while slot `s` of the build's holds the `s`-th address in
-    /// strictly ascending order (every slot live, with the address it was built with).
+    /// Slot by address, of every host; `None` while the build's order serves (see [`Sorted`]).
     hashed: Option<HashTable<u32>>,
+    sorted: Sorted,
+}
+
+/// The build's slots in address order, and the changes since.
+#[derive(Debug, Default)]
+struct Sorted {
+    /// Slots `0..built` held the build's addresses, strictly ascending.
+    built: u32,
+    /// Bit `s`: build slot `s` no longer holds its host (removed, maybe reused since).
+    moved: Vec<u64>,
+    moved_count: u32,
+    /// Slot by address of the hosts added since the build.
+    added: HashTable<u32>,
+}
+
+impl Sorted {
+    fn is_moved(&self, s: u32) -> bool {
+        let word = self.moved.get(s as usize / 64).copied().unwrap_or(0);
+        word >> (s % 64) & 1 == 1
+    }
+
+    fn mark_moved(&mut self, s: u32) {
+        if self.moved.is_empty() {
+            self.moved = alloc::vec![0; (self.built as usize).div_ceil(64)];
+        }
+        self.moved[s as usize / 64] |= 1 << (s % 64);
+        self.moved_count += 1;
+    }
+
+    /// The build slot that still holds `address`, by a search over the build's order that
+    /// steps over moved slots.
+    fn search(&self, records: &Records, address: &[u8]) -> Option<u32> {
+        let (mut low, mut high) = (0, self.built);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            // Slots `mid..m` are moved: nothing there to compare with or to find.
+            let Some(m) = (mid..high).find(|&s| !self.is_moved(s)) else {
+                high = mid;
+                continue;
+            };
+            match records.address_bytes(m).cmp(address) {
+                Ordering::Less => low = m + 1,
+                Ordering::Greater => high = mid,
+                Ordering::Equal => return Some(m),
+            }
+        }
+        None
+    }
 }
 
 impl Addresses {
@@ -42,6 +92,7 @@ impl Addresses {
     pub fn claim(records: &Records, slots: u32, ascending: Option<bool>) -> Option<Addresses> {
         let mut addresses = Addresses::default();
         if ascending.unwrap_or_else(|| records.ascending()) {
+            addresses.sorted.built = slots;
             return Some(addresses);
         }
         let state = &addresses.hasher;
@@ -62,28 +113,41 @@ impl Addresses {
         unique.then_some(addresses)
     }
 
-    /// The slot of `address` among `slots` slots, if any.
-    pub fn find(&self, records: &Records, slots: u32, address: &str) -> Option<u32> {
-        let Some(table) = &self.hashed else {
-            return search(records, slots, address);
-        };
+    /// The slot of `address`, if any.
+    pub fn find(&self, records: &Records, address: &str) -> Option<u32> {
         let address = address.as_bytes();
         let same = |&s: &u32| records.address_bytes(s) == address;
-        table.find(hash(&self.hasher, address), same).copied()
+        let hash = || hash(&self.hasher, address);
+        match &self.hashed {
+            Some(table) => table.find(hash(), same).copied(),
+            None if self.sorted.added.is_empty() => self.sorted.search(records, address),
+            None => (self.sorted.added.find(hash(), same).copied())
+                .or_else(|| self.sorted.search(records, address)),
+        }
     }
 
-    /// Enters slot `s`, a new one whose address is recorded and in no other slot. While the
-    /// build's order holds no slot is free, so `s` is the first past the build's.
+    /// Enters slot `s`, a new one (or a freed one) whose address is recorded and in no other
+    /// slot.
     pub fn insert(&mut self, records: &Records, s: u32) {
-        let (state, table) = self.hashed(records, s);
+        let state = &self.hasher;
+        let table = self.hashed.as_mut().unwrap_or(&mut self.sorted.added);
         let rehash = |&t: &u32| hash(state, records.address_bytes(t));
         table.insert_unique(hash(state, records.address_bytes(s)), s, rehash);
     }
 
-    /// Takes out slot `s` of `slots`, whose address is still recorded.
-    pub fn remove(&mut self, records: &Records, slots: u32, s: u32) {
-        let (state, table) = self.hashed(records, slots);
-        let hash = hash(state, records.address_bytes(s));
+    /// Takes out slot `s`, whose address is still recorded.
+    pub fn remove(&mut self, records: &Records, s: u32) {
+        let sorted = &mut self.sorted;
+        let in_order = s < sorted.built && !sorted.is_moved(s);
+        if self.hashed.is_none() && in_order {
+            sorted.mark_moved(s);
+            if sorted.moved_count > sorted.built / 8 {
+                self.hash_all(records);
+            }
+            return;
+        }
+        let table = self.hashed.as_mut().unwrap_or(&mut self.sorted.added);
+        let hash = hash(&self.hasher, records.address_bytes(s));
         if let Ok(entry) = table.find_entry(hash, |&t| t == s) {
             entry.remove();
         }
@@ -91,37 +155,25 @@ impl Addresses {
 
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
+        let sorted = &self.sorted;
         self.hashed.as_ref().map_or(0, HashTable::allocation_size)
+            + sorted.added.allocation_size()
+            + sorted.moved.capacity() * size_of::<u64>()
     }
 
-    /// The hash table, made of the first `built` slots (the build's) if there was none: before
-    /// a change breaks their order.
-    fn hashed(&mut self, records: &Records, built: u32) -> (&FixedState, &mut HashTable<u32>) {
+    /// Puts every host in one table: the build's that have not moved, and those added since.
+    #[cold]
+    fn hash_all(&mut self, records: &Records) {
+        let sorted = core::mem::take(&mut self.sorted);
         let state = &self.hasher;
-        let table = self.hashed.get_or_insert_with(|| {
-            let rehash = |&t: &u32| hash(state, records.address_bytes(t));
-            let mut table = HashTable::with_capacity(built as usize + 1);
-            for s in 0..built {
-                table.insert_unique(hash(state, records.address_bytes(s)), s, rehash);
-            }
-            table
-        });
-        (state, table)
-    }
-}
-
-/// The slot of `address` among `slots` slots of ascending addresses.
-fn search(records: &Records, slots: u32, address: &str) -> Option<u32> {
-    let (mut low, mut high) = (0, slots);
-    while low < high {
-        let mid = low + (high - low) / 2;
-        match records.address_bytes(mid).cmp(address.as_bytes()) {
-            Ordering::Less => low = mid + 1,
-            Ordering::Greater => high = mid,
-            Ordering::Equal => return Some(mid),
+        let rehash = |&t: &u32| hash(state, records.address_bytes(t));
+        let kept = (0..sorted.built).filter(|&s| !sorted.is_moved(s));
+        let mut table = HashTable::with_capacity(kept.clone().count() + sorted.added.len());
+        for s in kept.chain(sorted.added.iter().copied()) {
+            table.insert_unique(hash(state, records.address_bytes(s)), s, rehash);
         }
+        self.hashed = Some(table);
     }
-    None
 }
 
 /// The hash of `address`: its bytes alone. `Hash for str` adds an end mark (a second write and

@@ -210,8 +210,12 @@ impl SubsetLb {
             return Err(());
         }
         let mut lb = SubsetLb::configured(version, config);
-        lb.slots.reserve_exact(hosts);
-        lb.records.reserve(hosts, text, labels);
+        // Room for the first changes as well (the daemon's deltas change up to ~3% of the
+        // hosts): grown from exactly full, the records' buffers were copied whole at the first
+        // host added, 3.5 ms at 100k hosts.
+        let room = |n: usize| n + n / 32 + 16;
+        lb.slots.reserve_exact(room(hosts));
+        lb.records.reserve(room(hosts), room(text), room(labels));
         Ok(lb)
     }
 

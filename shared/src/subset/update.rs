@@ -44,8 +44,7 @@ impl SubsetLb {
         // counted now rather than kept up to date by every build and update. Each set lets
         // go of it (dropped, or compacted) in its own time; the last one frees the slot.
         self.slots[s as usize].hold(held);
-        let slots = self.slots.len() as u32;
-        self.addresses.remove(&self.records, slots, s);
+        self.addresses.remove(&self.records, s);
         self.records.remove(s);
         for &set in &sets {
             let shared = &mut self.sets[set as usize];
