@@ -389,8 +389,9 @@ fn canary(scenario: Scenario, table: &HostTable, rounds: usize) -> f64 {
     batch::median(&times).unwrap_or(f64::NAN)
 }
 
-/// Median ns of the first remove + add after a build: it puts the addresses of a table in
-/// address order into a hash table, which the build left out.
+/// Median ns of the first remove + add after a build: the first change to the build's
+/// address order and to its records (which took milliseconds when it hashed every address and
+/// grew the records from exactly full).
 fn first_change(table: &HostTable, rounds: usize) -> f64 {
     let host = &table.hosts[table.hosts.len() / 2];
     let times: Vec<f64> = (0..rounds)
