@@ -32,6 +32,7 @@ mod error;
 mod headers;
 mod hosttable;
 mod origin;
+mod outlier;
 mod privacypass;
 mod route;
 #[cfg(feature = "store")]
@@ -51,13 +52,17 @@ pub use hosttable::{
     SelectorFallback, SubsetConfig, SubsetSelector,
 };
 pub use origin::{Origin, Scheme};
+pub use outlier::{OutlierPolicy, OutlierVerdict, Outliers};
 #[cfg(feature = "issuer")]
 pub use privacypass::Issuer;
 pub use privacypass::{
     IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge, TokenError,
     Verifier, spend_key, spend_key_from_fields, www_authenticate,
 };
-pub use route::{AttributeSource, MAX_ROUTE_ATTRIBUTES, RouteAttribute, path_segment, query_value};
+pub use route::{
+    AttributeSource, MAX_PATH_PREFIXES, MAX_ROUTE_ATTRIBUTES, PathPrefix, RouteAttribute,
+    path_segment, prefix_value, query_value,
+};
 #[cfg(feature = "store")]
 pub use store::{
     FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, PublishReport,

@@ -3,17 +3,24 @@
 //! An operator lists `key=source` pairs, e.g.
 //! `zone=header:x-edgewise-zone, stage=query:stage, service=path:1`: the request's
 //! `x-edgewise-zone` header becomes the metadata value of `zone`, its `stage` query parameter
-//! that of `stage`, and its first path segment that of `service`. A missing attribute leaves
-//! its key out of the metadata (the subset load balancer's fallbacks then decide).
+//! that of `stage`, and its first path segment that of `service`. A path prefix maps to a
+//! value as an Envoy route's prefix match carries its `metadata_match`:
+//! `version=prefix:/v2=v2|/legacy/api=v1|/=v3` gives `version` the value of the longest prefix
+//! the path starts with (whole segments: `/v2` is no prefix of `/v2beta`). A missing
+//! attribute leaves its key out of the metadata (the subset load balancer's fallbacks then
+//! decide).
 //!
 //! Values are taken as sent (no percent-decoding), so extracting them never allocates.
 
 use alloc::{string::String, vec::Vec};
 
-use crate::Error;
+use crate::{Error, MAX_VALUE_LEN};
 
 /// Most attributes a list may name: metadata beyond this is not a routing key any more.
 pub const MAX_ROUTE_ATTRIBUTES: usize = 8;
+
+/// Most prefixes one `prefix:` attribute may map (each request tries them all, longest first).
+pub const MAX_PATH_PREFIXES: usize = 64;
 
 /// Where a metadata value comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +32,18 @@ pub enum AttributeSource {
     Query(String),
     /// The n-th path segment, from 1.
     PathSegment(usize),
+    /// The value of the longest of these prefixes the path starts with (see
+    /// [`prefix_value`]), longest first.
+    PathPrefix(Vec<PathPrefix>),
+}
+
+/// One `PREFIX=VALUE` of a `prefix:` source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathPrefix {
+    /// Starts with `/`; a trailing `/` is optional (whole segments match either way).
+    pub prefix: String,
+    /// The metadata value of a path under it.
+    pub value: String,
 }
 
 /// One `key=source` entry.
@@ -83,7 +102,8 @@ impl RouteAttribute {
                 Ok(n @ 1..=64) => AttributeSource::PathSegment(n),
                 _ => return Err("path takes a segment number from 1 to 64"),
             },
-            _ => return Err("the source must be header:, query: or path:"),
+            "prefix" => AttributeSource::PathPrefix(parse_prefixes(name)?),
+            _ => return Err("the source must be header:, query:, path: or prefix:"),
         };
         Ok(RouteAttribute {
             key: key.into(),
@@ -98,6 +118,61 @@ pub fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         (k == name).then_some(v)
     })
+}
+
+/// `/a=x|/b/c=y`: the prefixes, longest first.
+fn parse_prefixes(list: &str) -> Result<Vec<PathPrefix>, &'static str> {
+    let mut rules = list
+        .split('|')
+        .map(|rule| {
+            let (prefix, value) = rule
+                .split_once('=')
+                .ok_or("expected prefix:/PATH=VALUE|...")?;
+            let (prefix, value) = (prefix.trim(), value.trim());
+            if !prefix.starts_with('/') || !prefix.bytes().all(is_prefix_byte) {
+                return Err("a prefix starts with / and has no space, ?, # or =");
+            }
+            if value.is_empty() || value.len() > MAX_VALUE_LEN {
+                return Err("a prefix's value must be 1-256 bytes");
+            }
+            Ok(PathPrefix {
+                prefix: prefix.into(),
+                value: value.into(),
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if rules.len() > MAX_PATH_PREFIXES {
+        return Err("more than 64 prefixes");
+    }
+    rules.sort_by_key(|r| core::cmp::Reverse(r.prefix.trim_end_matches('/').len()));
+    let segments = |p: &str| String::from(p.trim_end_matches('/'));
+    for (i, rule) in rules.iter().enumerate() {
+        if rules[..i]
+            .iter()
+            .any(|r| segments(&r.prefix) == segments(&rule.prefix))
+        {
+            return Err("a prefix listed twice");
+        }
+    }
+    Ok(rules)
+}
+
+fn is_prefix_byte(b: u8) -> bool {
+    b.is_ascii_graphic() && !matches!(b, b'?' | b'#' | b'=')
+}
+
+/// The value of the first of `prefixes` (longest first, as [`AttributeSource::PathPrefix`]
+/// keeps them) that `path` starts with, by whole segments: `/api` and `/api/` are prefixes of
+/// `/api` and `/api/users`, not of `/apis`; `/` is a prefix of every path.
+pub fn prefix_value<'p>(path: &str, prefixes: &'p [PathPrefix]) -> Option<&'p str> {
+    prefixes
+        .iter()
+        .find(|p| {
+            let prefix = p.prefix.trim_end_matches('/');
+            path.strip_prefix(prefix)
+                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+        })
+        .map(|p| p.value.as_str())
 }
 
 /// The `n`-th non-empty segment of `path` (from 1).

@@ -104,7 +104,7 @@ mod table;
 mod update;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use alloc::{boxed::Box, vec::Vec};
 

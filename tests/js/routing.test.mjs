@@ -1,6 +1,7 @@
 // Subset routing end to end: the built worker in Miniflare routes by request metadata over real
 // local origins, from a host table in its vars or fetched from the real edgewised; a dead origin
-// is retried on another host of its subset; a malformed table keeps the old routing.
+// is retried on another host of its subset, and ejected after failures in a row; a malformed
+// table keeps the old routing.
 
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -101,7 +102,7 @@ test("host weights count: round robin gives each host of a subset turns by its w
   assert.deepEqual([count("a1"), count("a2")], [2, 6], `${seen}`);
 });
 
-test("path segments route too", async () => {
+test("path segments and path prefixes route too", async () => {
   const byService = table({ selectors: [{ keys: ["service"] }], fallback_policy: "NO_FALLBACK" });
   byService.hosts[0].labels.service = "api";
   byService.hosts[2].labels.service = "static";
@@ -109,10 +110,23 @@ test("path segments route too", async () => {
   assert.deepEqual(only(await labels(mf, 4, { path: "/api/v1/users" })), ["a1"]);
   assert.deepEqual(only(await labels(mf, 4, { path: "/static/app.js" })), ["b1"]);
   assert.deepEqual(only(await labels(mf, 2, { path: "/other" })), [503]);
+  // Path prefixes, as an Envoy route's prefix match gives its metadata: the longest wins.
+  const byPrefix = await worker({
+    HOST_TABLE: JSON.stringify(byService),
+    ROUTE_ATTRIBUTES: "service=prefix:/api=api|/api/assets=static|/static=static",
+  });
+  assert.deepEqual(only(await labels(byPrefix, 3, { path: "/api/v1/users?x=1" })), ["a1"]);
+  assert.deepEqual(only(await labels(byPrefix, 3, { path: "/api/assets/app.js" })), ["b1"]);
+  assert.deepEqual(only(await labels(byPrefix, 3, { path: "/static" })), ["b1"]);
+  assert.deepEqual(only(await labels(byPrefix, 2, { path: "/apis" })), [503]);
 });
 
 test("a dead origin is skipped: the request is retried on another host of its subset", async () => {
-  const mf = await worker({ HOST_TABLE: JSON.stringify(table({ child_policy: "ROUND_ROBIN" })) });
+  // Ejection off, so that the dead host keeps its turns (see the ejection test below).
+  const mf = await worker({
+    HOST_TABLE: JSON.stringify(table({ child_policy: "ROUND_ROBIN" })),
+    OUTLIER_FAILURES: "0",
+  });
   const seen = await labels(mf, 10, { headers: { "x-edgewise-zone": "c" } });
   assert.deepEqual(only(seen), ["c1"], `every request answered by c1: ${seen}`);
   // The retry carries the request body too.
@@ -176,15 +190,21 @@ async function answering(status) {
   return { url: `http://127.0.0.1:${server.address().port}`, seen };
 }
 
-test("a 52x for an origin not reached is retried on another host; one it may have acted on is not", async () => {
-  const [refused, timedOut] = [await answering(522), await answering(524)];
+// Round robin over zone d (`d`, then c1) and zone e (`e`, then b1).
+function zonesBehind(d, e) {
   const routed = table({ child_policy: "ROUND_ROBIN" });
   routed.hosts = [
-    { address: refused.url, labels: { zone: "d", stage: "prod" } },
+    { address: d, labels: { zone: "d", stage: "prod" } },
     { address: origins.c1.url, labels: { zone: "d", stage: "prod" } },
-    { address: timedOut.url, labels: { zone: "e", stage: "prod" } },
+    { address: e, labels: { zone: "e", stage: "prod" } },
     { address: origins.b1.url, labels: { zone: "e", stage: "prod" } },
   ];
+  return routed;
+}
+
+test("a 52x for an origin not reached is retried on another host; one it may have acted on is not", async () => {
+  const [refused, timedOut] = [await answering(522), await answering(524)];
+  const routed = zonesBehind(refused.url, timedOut.url);
   const mf = await worker({ HOST_TABLE: JSON.stringify(routed) });
   const d = await labels(mf, 6, { headers: { "x-edgewise-zone": "d" } });
   assert.deepEqual(only(d), ["c1"], `every request answered by c1: ${d}`);
@@ -198,11 +218,39 @@ test("a 52x for an origin not reached is retried on another host; one it may hav
   assert.deepEqual(only(await labels(lonely, 2, { headers: { "x-edgewise-zone": "d" } })), [522]);
 });
 
+test("a host that fails in a row is ejected for a while, then tried again for longer", async () => {
+  const [failing, refused] = [await answering(521), await answering(522)];
+  const routed = zonesBehind(failing.url, refused.url);
+  const mf = await worker({
+    HOST_TABLE: JSON.stringify(routed),
+    OUTLIER_FAILURES: "2",
+    OUTLIER_EJECTION_MS: "1500",
+    OUTLIER_MAX_EJECTED_PERCENT: "50",
+  });
+  const zone = (z) => ({ headers: { "x-edgewise-zone": z } });
+  // Round robin sends each request to the failing host first until its second failure in a
+  // row ejects it; after that no request goes there.
+  assert.deepEqual(only(await labels(mf, 8, zone("d"))), ["c1"]);
+  assert.equal(failing.seen.count, 2);
+  // The other subset's failing host too: two of four hosts out, the most allowed.
+  assert.deepEqual(only(await labels(mf, 8, zone("e"))), ["b1"]);
+  assert.equal(refused.seen.count, 2);
+  // Back after its ejection: two more failures, and out again, for twice as long.
+  await new Promise((resolve) => setTimeout(resolve, 1700));
+  assert.deepEqual(only(await labels(mf, 8, zone("d"))), ["c1"]);
+  assert.equal(failing.seen.count, 4);
+  await new Promise((resolve) => setTimeout(resolve, 1700));
+  assert.deepEqual(only(await labels(mf, 4, zone("d"))), ["c1"]);
+  assert.equal(failing.seen.count, 4, "still out: the second ejection lasts 3 s");
+});
+
 test("a malformed static table or attribute list makes the worker refuse to start routing", async () => {
   for (const bindings of [
     { HOST_TABLE: "{not json" },
     { HOST_TABLE: JSON.stringify({ version: 1, hosts: [{ address: "x", labels: {} }] }) },
     { HOST_TABLE: JSON.stringify(table()), ROUTE_ATTRIBUTES: "zone=cookie:z" },
+    { HOST_TABLE: JSON.stringify(table()), OUTLIER_MAX_EJECTED_PERCENT: "101" },
+    { HOST_TABLE: JSON.stringify(table()), OUTLIER_FAILURES: "three" },
   ]) {
     const mf = await worker(bindings);
     const res = await mf.dispatchFetch("http://edge.test/echo");

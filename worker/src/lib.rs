@@ -83,7 +83,8 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
 
 /// Sends to the host the subset load balancer picks; if it cannot be reached (the fetch fails,
 /// or Cloudflare answers for it that it could not: [`unreached`]), once more to another host
-/// of the same subset. A request body is teed first so the retry has one too, unless it is
+/// of the same subset; either host's failure to answer counts toward its ejection
+/// ([`edgewise::Outliers`]). A request body is teed first so the retry has one too, unless it is
 /// declared larger than [`RETRY_BODY_LIMIT`]: that one is sent once.
 async fn routed(
     hop: &Hop<'_>,
@@ -92,7 +93,9 @@ async fn routed(
 ) -> std::result::Result<Response, Failure> {
     let first = routing.pick(hop.req, hop.url).await?;
     let resend = Resend::of(hop.req)?;
-    let (failure, answer) = match hop.send(hop.req, &first.origin, arena).await {
+    let sent = hop.send(hop.req, &first.origin, arena).await;
+    routing.report(&first, answered(&sent, hop.req));
+    let (failure, answer) = match sent {
         Ok(response) if !unreached(response.status_code()) => return Ok(response),
         Ok(response) => {
             let status = response.status_code();
@@ -112,7 +115,21 @@ async fn routed(
         "edgewise: {failure}; retrying on {}",
         second.origin.as_str()
     );
-    hop.send(again, &second.origin, arena).await
+    let sent = hop.send(again, &second.origin, arena).await;
+    routing.report(&second, answered(&sent, hop.req));
+    sent
+}
+
+/// Whether a send's host answered (whatever it answered), if the send tells: a request the
+/// worker could not build says nothing of the host, and neither does a failed fetch of a
+/// request with a body, which a client can make fail by breaking off its upload (each such
+/// request would otherwise count against a host, and a few in a row eject it).
+fn answered(sent: &std::result::Result<Response, Failure>, req: &Request) -> Option<bool> {
+    match sent {
+        Ok(response) => Some(!unreached(response.status_code())),
+        Err(Failure::Origin(_)) if req.inner().body().is_none() => Some(false),
+        Err(_) => None,
+    }
 }
 
 /// What a retry may send.

@@ -7,13 +7,18 @@
 //! table that cannot be fetched, decoded or built is logged and the current one keeps serving;
 //! only an isolate that never had a table answers 503.
 //!
-//! Request attributes listed in `ROUTE_ATTRIBUTES` become the subset metadata.
+//! Request attributes listed in `ROUTE_ATTRIBUTES` become the subset metadata. Hosts that
+//! cannot be reached several times in a row are ejected for a while (`OUTLIER_*`, see
+//! [`edgewise::Outliers`]).
 
 mod live;
 
 use std::{rc::Rc, time::Duration};
 
-use edgewise::{AttributeSource, HostTable, RouteAttribute, path_segment, query_value};
+use edgewise::{
+    AttributeSource, HostTable, OutlierPolicy, RouteAttribute, path_segment, prefix_value,
+    query_value,
+};
 use worker::{Env, Request, Url};
 
 use crate::{
@@ -26,12 +31,17 @@ pub(crate) use live::Pick;
 const HOST_TABLE: &str = "HOST_TABLE";
 const HOST_TABLE_REFRESH_MS: &str = "HOST_TABLE_REFRESH_MS";
 const ROUTE_ATTRIBUTES: &str = "ROUTE_ATTRIBUTES";
+const OUTLIER_FAILURES: &str = "OUTLIER_FAILURES";
+const OUTLIER_EJECTION_MS: &str = "OUTLIER_EJECTION_MS";
+const OUTLIER_MAX_EJECTION_MS: &str = "OUTLIER_MAX_EJECTION_MS";
+const OUTLIER_MAX_EJECTED_PERCENT: &str = "OUTLIER_MAX_EJECTED_PERCENT";
 
 /// Routing settings, parsed once per isolate.
 #[derive(Debug)]
 pub(crate) struct Routing {
     attributes: Vec<RouteAttribute>,
     source: Source,
+    outliers: OutlierPolicy,
 }
 
 #[derive(Debug)]
@@ -66,12 +76,16 @@ impl Routing {
         let attributes =
             RouteAttribute::parse_list(&var(env, ROUTE_ATTRIBUTES).unwrap_or_default())
                 .map_err(|e| format!("{ROUTE_ATTRIBUTES}: {e}"))?;
-        Ok(Some(Routing { attributes, source }))
+        Ok(Some(Routing {
+            attributes,
+            source,
+            outliers: outlier_policy(env)?,
+        }))
     }
 
     /// Picks the host for `req`.
     pub(crate) async fn pick(&self, req: &Request, url: &Url) -> Result<Pick, Failure> {
-        live::ensure(&self.source).await?;
+        live::ensure(&self.source, self.outliers).await?;
         let values = self.values(req, url);
         live::pick(&self.attributes, &values)
     }
@@ -79,6 +93,14 @@ impl Routing {
     /// Another host of the same subset after `failed` could not be reached.
     pub(crate) fn retry(&self, failed: &Pick) -> Option<Pick> {
         live::retry(failed)
+    }
+
+    /// Whether `pick`'s host answered, if known: hosts that do not, several times in a row,
+    /// are ejected.
+    pub(crate) fn report(&self, pick: &Pick, answered: Option<bool>) {
+        if let Some(answered) = answered {
+            live::report(pick, answered);
+        }
     }
 
     /// The metadata of `req`: (attribute's position, value) for every attribute present.
@@ -96,12 +118,36 @@ impl Routing {
                     AttributeSource::PathSegment(n) => {
                         path_segment(url.path(), *n).map(str::to_owned)
                     }
+                    AttributeSource::PathPrefix(rules) => {
+                        prefix_value(url.path(), rules).map(str::to_owned)
+                    }
                     _ => None,
                 }?;
                 Some((i, value))
             })
             .collect()
     }
+}
+
+/// Passive health checking: Envoy's outlier detection defaults unless the vars say otherwise.
+fn outlier_policy(env: &Env) -> Result<OutlierPolicy, String> {
+    let defaults = OutlierPolicy::default();
+    let ms = |name| number(env, name).map(|n| n.map(u64::from));
+    let percent = number(env, OUTLIER_MAX_EJECTED_PERCENT)?
+        .map(|p| {
+            u8::try_from(p)
+                .ok()
+                .filter(|p| *p <= 100)
+                .ok_or_else(|| format!("{OUTLIER_MAX_EJECTED_PERCENT}: {p} is over 100"))
+        })
+        .transpose()?;
+    Ok(OutlierPolicy {
+        consecutive_failures: number(env, OUTLIER_FAILURES)?
+            .unwrap_or(defaults.consecutive_failures),
+        base_ejection_ms: ms(OUTLIER_EJECTION_MS)?.unwrap_or(defaults.base_ejection_ms),
+        max_ejection_ms: ms(OUTLIER_MAX_EJECTION_MS)?.unwrap_or(defaults.max_ejection_ms),
+        max_ejected_percent: percent.unwrap_or(defaults.max_ejected_percent),
+    })
 }
 
 /// Parses and validates a JSON host table from the vars.

@@ -34,7 +34,14 @@ fn bad_entries_name_themselves() {
         ("zone", "expected key=source"),
         ("=header:x", "the key must be"),
         ("zone=x-zone", "expected a source"),
-        ("zone=cookie:z", "must be header:, query: or path:"),
+        ("zone=cookie:z", "must be header:, query:, path: or prefix:"),
+        ("v=prefix:", "expected prefix:/PATH=VALUE"),
+        ("v=prefix:/a=x|/b", "expected prefix:/PATH=VALUE"),
+        ("v=prefix:a=x", "starts with /"),
+        ("v=prefix:/a b=x", "starts with /"),
+        ("v=prefix:/a?b=x", "starts with /"),
+        ("v=prefix:/a=", "1-256 bytes"),
+        ("v=prefix:/a=x|/a/=y", "listed twice"),
         ("zone=header:bad name", "not a valid header name"),
         ("zone=query:a&b", "not a valid query parameter name"),
         ("zone=path:0", "segment number"),
@@ -62,4 +69,49 @@ fn values_are_found_as_sent() {
     assert_eq!(path_segment("/api", 2), None);
     assert_eq!(path_segment("/", 1), None);
     assert_eq!(path_segment("/api", 0), None);
+}
+
+fn prefixes(list: &str) -> Vec<PathPrefix> {
+    let attributes = RouteAttribute::parse_list(&alloc::format!("v=prefix:{list}")).unwrap();
+    match &attributes[0].source {
+        AttributeSource::PathPrefix(rules) => rules.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_longest_prefix_by_whole_segments_gives_the_value() {
+    let rules = prefixes(" /v2 = v2 | /legacy/api/=v1|/=v3|/v2/beta=beta");
+    assert_eq!(rules.len(), 4);
+    for (path, value) in [
+        ("/v2", Some("v2")),
+        ("/v2/", Some("v2")),
+        ("/v2/users", Some("v2")),
+        ("/v2/beta/x", Some("beta")),
+        ("/v2/betas", Some("v2")),
+        ("/v2beta", Some("v3")),
+        ("/legacy/api", Some("v1")),
+        ("/legacy/apis", Some("v3")),
+        ("/", Some("v3")),
+        ("", Some("v3")),
+    ] {
+        assert_eq!(prefix_value(path, &rules), value, "{path}");
+    }
+    let without_root = prefixes("/v2=v2");
+    assert_eq!(prefix_value("/v3/x", &without_root), None);
+    assert_eq!(prefix_value("/v2/x", &without_root), Some("v2"));
+}
+
+#[test]
+fn prefix_lists_are_bounded() {
+    let many = (0..65)
+        .map(|i| alloc::format!("/p{i}=x"))
+        .collect::<Vec<_>>()
+        .join("|");
+    let error = RouteAttribute::parse_list(&alloc::format!("v=prefix:{many}"))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("more than 64 prefixes"), "{error}");
+    let long = "x".repeat(257);
+    assert!(RouteAttribute::parse_list(&alloc::format!("v=prefix:/a={long}")).is_err());
 }

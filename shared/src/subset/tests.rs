@@ -15,6 +15,19 @@ use super::*;
 use crate::{Host, HostTable, LbPolicy, SubsetConfig, SubsetSelector};
 use reference::{Reference, Request};
 
+/// Addresses the index picks for zone `zone` over many requests.
+pub(crate) fn picked(lb: &mut SubsetLb, zone: &str) -> std::collections::BTreeSet<String> {
+    let mut md = lb.metadata();
+    lb.set(&mut md, "zone", zone);
+    (0..64u64)
+        .filter_map(|e| {
+            let chosen = lb.select(&md, e)?;
+            lb.release(chosen.host);
+            Some(lb.address(chosen.host)?.to_string())
+        })
+        .collect()
+}
+
 const KEYS: [&str; 4] = ["a", "b", "c", "d"];
 /// Values of host labels; "1,2" is a list under `list_as_any` and a plain value otherwise.
 const VALUES: [&str; 6] = ["1", "2", "3", "1,2", "2,3", " 1, 3,"];

@@ -9,8 +9,8 @@
 use std::cell::{Cell, RefCell};
 
 use edgewise::{
-    HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, HostDelta, HostId, Metadata, Origin, RequestKeys,
-    RouteAttribute, SubsetLb,
+    HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, HostDelta, HostId, Metadata, Origin,
+    OutlierPolicy, OutlierVerdict, Outliers, RequestKeys, RouteAttribute, SubsetLb,
 };
 use worker::{Request, RequestInit, console_error, console_log};
 
@@ -32,6 +32,8 @@ struct Live {
     churn: usize,
     /// The route attributes' keys, resolved against `lb` at the first pick.
     keys: Option<RequestKeys>,
+    /// Hosts failing to answer, some ejected from `lb`; handed on to the next load balancer.
+    outliers: Outliers,
 }
 
 thread_local! {
@@ -59,13 +61,14 @@ impl Drop for Pick {
 }
 
 /// Makes sure a table is loaded and, for the daemon's, fresh enough.
-pub(super) async fn ensure(source: &Source) -> Result<(), Failure> {
+pub(super) async fn ensure(source: &Source, outliers: OutlierPolicy) -> Result<(), Failure> {
     match source {
         Source::Static(table) => {
             if LIVE.with(|l| l.borrow().is_none()) {
                 let lb = SubsetLb::build_validated(table)
                     .map_err(|e| Failure::Config(format!("host table rejected: {e}")))?;
-                LIVE.with(|l| *l.borrow_mut() = Some(Live::new(lb, None, now_ms())));
+                let outliers = Outliers::new(outliers);
+                LIVE.with(|l| *l.borrow_mut() = Some(Live::new(lb, None, now_ms(), outliers)));
             }
             Ok(())
         }
@@ -89,7 +92,7 @@ pub(super) async fn ensure(source: &Source) -> Result<(), Failure> {
             CHECKING.with(|c| c.set(true));
             let fetched = fetch(daemon, url, etag.as_deref()).await;
             CHECKING.with(|c| c.set(false));
-            settle(fetched, now)
+            settle(fetched, now, outliers)
         }
     }
 }
@@ -156,7 +159,11 @@ async fn fetch(
 
 /// Installs a fetched table. Errors keep the current table (checked again after the refresh
 /// interval, not on every request); they fail requests only while there is no table at all.
-fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
+fn settle(
+    fetched: Result<Fetched, String>,
+    now: u64,
+    policy: OutlierPolicy,
+) -> Result<(), Failure> {
     let fetched = fetched.and_then(read);
     LIVE.with(|l| {
         let mut slot = l.borrow_mut();
@@ -188,12 +195,19 @@ fn settle(fetched: Result<Fetched, String>, now: u64) -> Result<(), Failure> {
                     lb.len(),
                     lb.stats().subsets_active
                 );
-                if let Some(old) = slot.replace(Live::new(*lb, etag, now)) {
-                    console_log!(
-                        "edgewise: the previous table's routing: {:?}",
-                        old.lb.stats()
-                    );
-                }
+                let outliers = match slot.take() {
+                    Some(old) => {
+                        console_log!(
+                            "edgewise: the previous table's routing: {:?}",
+                            old.lb.stats()
+                        );
+                        old.outliers
+                    }
+                    None => Outliers::new(policy),
+                };
+                let mut live = Live::new(*lb, etag, now, outliers);
+                live.outliers.rebuilt(&mut live.lb);
+                *slot = Some(live);
                 return Ok(());
             }
             (Ok(Update::None), None) => "the daemon answered 304 to a first request".to_owned(),
@@ -251,6 +265,10 @@ pub(super) fn pick(
         let live = slot
             .as_mut()
             .ok_or_else(|| Failure::HostsUnavailable("no host table".to_owned()))?;
+        // The clock is a call out of Wasm: asked only while hosts are out.
+        if live.outliers.ejected() > 0 {
+            live.outliers.restore_due(&mut live.lb, now_ms());
+        }
         let metadata = live.metadata(attributes, values);
         let selection = live
             .lb
@@ -277,8 +295,39 @@ pub(super) fn retry(failed: &Pick) -> Option<Pick> {
     (again.origin != failed.origin).then_some(again)
 }
 
+/// Counts `pick`'s host's answer, or its failure to answer: see [`Outliers`]. Left alone when
+/// the table was rebuilt since the pick.
+pub(super) fn report(pick: &Pick, reached: bool) {
+    with_live(pick.epoch, |live| {
+        if reached && live.outliers.tracked() == 0 {
+            return;
+        }
+        let Some(address) = live.lb.address(pick.host) else {
+            return;
+        };
+        if reached {
+            live.outliers.success(address, now_ms());
+            return;
+        }
+        let address = address.to_owned();
+        match live.outliers.failure(&mut live.lb, &address, now_ms()) {
+            OutlierVerdict::Ejected { until } => console_error!(
+                "edgewise: {address} ejected for {} ms after {} failures in a row ({} of the hosts out)",
+                until.saturating_sub(now_ms()),
+                live.outliers.policy().consecutive_failures,
+                live.outliers.ejected()
+            ),
+            OutlierVerdict::AtLimit => console_error!(
+                "edgewise: {address} not ejected: {} hosts are out already, the most allowed",
+                live.outliers.ejected()
+            ),
+            _ => {}
+        }
+    });
+}
+
 impl Live {
-    fn new(lb: SubsetLb, etag: Option<String>, checked_at: u64) -> Live {
+    fn new(lb: SubsetLb, etag: Option<String>, checked_at: u64, outliers: Outliers) -> Live {
         let epoch = EPOCHS.with(|e| {
             e.set(e.get() + 1);
             e.get()
@@ -290,6 +339,7 @@ impl Live {
             epoch,
             churn: 0,
             keys: None,
+            outliers,
         }
     }
 
@@ -313,6 +363,7 @@ impl Live {
             self.etag = None;
             format!("host delta from the daemon rejected: {e}")
         })?;
+        self.outliers.applied(&mut self.lb, delta);
         self.churn += delta.changes();
         self.etag = if self.stale() { None } else { etag };
         console_log!(

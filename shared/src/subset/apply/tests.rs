@@ -2,13 +2,13 @@
 extern crate std;
 
 use std::collections::BTreeMap;
-use std::string::{String, ToString};
+use std::string::String;
 use std::vec;
 use std::vec::Vec;
 
 use proptest::prelude::*;
 
-use super::super::tests::{agree, config, host, host_parts, labels, pairs};
+use super::super::tests::{agree, config, host, host_parts, labels, pairs, picked};
 use crate::{Host, HostDelta, HostTable, HostTableError, SubsetConfig, SubsetError, SubsetLb};
 use crate::{SubsetSelector, subset::SubsetStats};
 
@@ -26,19 +26,6 @@ fn zones() -> HostTable {
         hosts,
         subset,
     }
-}
-
-/// Addresses the index picks for zone `zone` over many requests.
-fn picked(lb: &mut SubsetLb, zone: &str) -> std::collections::BTreeSet<String> {
-    let mut md = lb.metadata();
-    lb.set(&mut md, "zone", zone);
-    (0..64u64)
-        .filter_map(|e| {
-            let chosen = lb.select(&md, e)?;
-            lb.release(chosen.host);
-            Some(lb.address(chosen.host)?.to_string())
-        })
-        .collect()
 }
 
 /// Everything a caller can see of an index: its version, stats and picks per zone.
