@@ -32,8 +32,8 @@ pub struct OutlierPolicy {
     pub consecutive_failures: u32,
     /// How long a first ejection lasts; the n-th lasts n times as long.
     pub base_ejection_ms: u64,
-    /// The longest an ejection lasts. A host that stays in service this long afterwards starts
-    /// again from the base time.
+    /// The longest an ejection lasts (never less than the base time). A host that stays in
+    /// service this long afterwards starts again from the base time.
     pub max_ejection_ms: u64,
     /// At most this percentage of the table's hosts is ejected at once (at least one host may
     /// always be): past it, a whole zone gone dark is left to retries rather than emptying the
@@ -69,8 +69,12 @@ pub enum OutlierVerdict {
         until: u64,
     },
     /// Would be ejected, but as many hosts as the policy allows are already out.
-    AtLimit,
-    /// Already ejected, or ejection is off, or the host is not in the table.
+    AtLimit {
+        /// Failures in a row so far ([`OutlierPolicy::consecutive_failures`] the first time).
+        failures: u32,
+    },
+    /// Already ejected, or unhealthy by its table, or ejection is off, or the host is not in
+    /// the table.
     Ignored,
 }
 
@@ -81,6 +85,9 @@ pub struct Outliers {
     policy: OutlierPolicy,
     hosts: HashMap<String, Record, FixedState>,
     ejected: usize,
+    /// Hosts with failures counted toward an ejection: while none, a success has nothing to
+    /// reset.
+    failing: usize,
     /// The earliest end of an ejection under way (`u64::MAX` if none): a request's check for
     /// hosts to bring back is one comparison until then.
     next_return: u64,
@@ -109,6 +116,7 @@ impl Outliers {
             policy,
             hosts: HashMap::default(),
             ejected: 0,
+            failing: 0,
             next_return: u64::MAX,
         }
     }
@@ -122,9 +130,10 @@ impl Outliers {
         self.ejected
     }
 
-    /// Hosts with failures counted or ejected now: while none, a success has nothing to do.
-    pub fn tracked(&self) -> usize {
-        self.hosts.len()
+    /// Hosts with failures in a row counted (not ejected): while none, a success has
+    /// nothing to do, and a caller need not even look up its host's address.
+    pub fn failing(&self) -> usize {
+        self.failing
     }
 
     /// Whether the host with `address` is ejected now.
@@ -134,36 +143,43 @@ impl Outliers {
             .is_some_and(|r| r.ejection.is_some())
     }
 
-    /// The host with `address` answered: its failures in a row start again from zero.
+    /// The host with `address` answered: its failures in a row start again from zero. One
+    /// branch while no host is [`failing`](Outliers::failing).
     #[inline]
-    pub fn success(&mut self, address: &str, now: u64) {
-        // Nearly always empty: one branch per request.
-        if self.hosts.is_empty() {
+    pub fn success(&mut self, address: &str) {
+        if self.failing == 0 {
             return;
         }
-        let max = self.policy.max_ejection_ms;
-        let forgotten = match self.hosts.get_mut(address) {
-            Some(r) if r.ejection.is_none() => {
-                r.failures = 0;
-                r.times == 0 || now.saturating_sub(r.returned_at) >= max
-            }
-            _ => false,
+        let Some(record) = self.hosts.get_mut(address) else {
+            return;
         };
-        if forgotten {
+        if record.failures > 0 {
+            record.failures = 0;
+            self.failing -= 1;
+        }
+        // Its ejections are remembered (each lasts longer) until it stays in service long
+        // enough (see `failure`); with none, it is forgotten.
+        if record.times == 0 && record.ejection.is_none() {
             self.hosts.remove(address);
         }
     }
 
     /// The host with `address` could not be reached: counted, and ejected from `lb` when that
-    /// makes [`OutlierPolicy::consecutive_failures`] in a row.
+    /// makes [`OutlierPolicy::consecutive_failures`] in a row. A host its table marks
+    /// unhealthy is not counted: it is picked only in a panic (too few hosts healthy), where
+    /// ejecting it would change nothing but use up the hosts that may be ejected.
     pub fn failure(&mut self, lb: &mut SubsetLb, address: &str, now: u64) -> OutlierVerdict {
         let Some(id) = lb.host_id(address) else {
             return OutlierVerdict::Ignored;
         };
-        if self.policy.consecutive_failures == 0 {
+        if self.policy.consecutive_failures == 0 || lb.is_healthy(id) != Some(true) {
             return OutlierVerdict::Ignored;
         }
-        let max = self.policy.max_ejection_ms;
+        // As Envoy: the cap never shortens the base time.
+        let max = self
+            .policy
+            .max_ejection_ms
+            .max(self.policy.base_ejection_ms);
         let full = self.ejected >= self.limit(lb.len());
         let record = self.hosts.entry_ref(address).or_insert(Record {
             failures: 0,
@@ -178,6 +194,7 @@ impl Outliers {
         if record.times > 0 && now.saturating_sub(record.returned_at) >= max {
             record.times = 0;
         }
+        self.failing += usize::from(record.failures == 0);
         record.failures = record.failures.saturating_add(1);
         if record.failures < self.policy.consecutive_failures {
             return OutlierVerdict::Counted {
@@ -185,7 +202,9 @@ impl Outliers {
             };
         }
         if full {
-            return OutlierVerdict::AtLimit;
+            return OutlierVerdict::AtLimit {
+                failures: record.failures,
+            };
         }
         record.times = record.times.saturating_add(1);
         let length = self
@@ -194,12 +213,12 @@ impl Outliers {
             .saturating_mul(u64::from(record.times))
             .min(max);
         let until = now.saturating_add(length);
-        let table_healthy = lb.is_healthy(id).unwrap_or(false);
         record.ejection = Some(Ejection {
             until,
-            table_healthy,
+            table_healthy: true,
         });
         record.failures = 0;
+        self.failing -= 1;
         self.ejected += 1;
         self.next_return = self.next_return.min(until);
         // The host is in the table (found above): marking it cannot fail.
@@ -284,6 +303,7 @@ impl Outliers {
     fn forget(&mut self, address: &str) {
         if let Some(record) = self.hosts.remove(address) {
             self.ejected -= usize::from(record.ejection.is_some());
+            self.failing -= usize::from(record.failures > 0);
         }
     }
 

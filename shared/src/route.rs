@@ -3,12 +3,12 @@
 //! An operator lists `key=source` pairs, e.g.
 //! `zone=header:x-edgewise-zone, stage=query:stage, service=path:1`: the request's
 //! `x-edgewise-zone` header becomes the metadata value of `zone`, its `stage` query parameter
-//! that of `stage`, and its first path segment that of `service`. A path prefix maps to a
-//! value as an Envoy route's prefix match carries its `metadata_match`:
+//! that of `stage`, and its first path segment that of `service`. Path prefixes map to values
+//! as Envoy routes with a `path_separated_prefix` match each carry a `metadata_match`:
 //! `version=prefix:/v2=v2|/legacy/api=v1|/=v3` gives `version` the value of the longest prefix
-//! the path starts with (whole segments: `/v2` is no prefix of `/v2beta`). A missing
-//! attribute leaves its key out of the metadata (the subset load balancer's fallbacks then
-//! decide).
+//! the path starts with (not the first listed, as Envoy's routes go; by whole segments: `/v2`
+//! is no prefix of `/v2beta`). A missing attribute leaves its key out of the metadata (the
+//! subset load balancer's fallbacks then decide).
 //!
 //! Values are taken as sent (no percent-decoding), so extracting them never allocates.
 
@@ -131,6 +131,13 @@ fn parse_prefixes(list: &str) -> Result<Vec<PathPrefix>, &'static str> {
             let (prefix, value) = (prefix.trim(), value.trim());
             if !prefix.starts_with('/') || !prefix.bytes().all(is_prefix_byte) {
                 return Err("a prefix starts with / and has no space, ?, # or =");
+            }
+            // The runtime's URL parser resolves these before the path is matched.
+            if prefix
+                .split('/')
+                .any(|segment| segment == "." || segment == "..")
+            {
+                return Err("a prefix has no . or .. segment");
             }
             if value.is_empty() || value.len() > MAX_VALUE_LEN {
                 return Err("a prefix's value must be 1-256 bytes");

@@ -208,7 +208,9 @@ test("a 52x for an origin not reached is retried on another host; one it may hav
   const mf = await worker({ HOST_TABLE: JSON.stringify(routed) });
   const d = await labels(mf, 6, { headers: { "x-edgewise-zone": "d" } });
   assert.deepEqual(only(d), ["c1"], `every request answered by c1: ${d}`);
-  assert.ok(refused.seen.count >= 3, "round robin sent half of them to the 522 host first");
+  // Round robin sends each request to the 522 host first (the retry takes the next turn)
+  // until its third failure in a row ejects it (OUTLIER_FAILURES' default).
+  assert.equal(refused.seen.count, 3);
   // 524: the origin was reached and may have acted; passed through, not sent twice.
   const e = await labels(mf, 6, { headers: { "x-edgewise-zone": "e" } });
   assert.deepEqual(only(e.map(String)), ["524", "b1"], `${e}`);
@@ -224,7 +226,7 @@ test("a host that fails in a row is ejected for a while, then tried again for lo
   const mf = await worker({
     HOST_TABLE: JSON.stringify(routed),
     OUTLIER_FAILURES: "2",
-    OUTLIER_EJECTION_MS: "1500",
+    OUTLIER_EJECTION_MS: "2000",
     OUTLIER_MAX_EJECTED_PERCENT: "50",
   });
   const zone = (z) => ({ headers: { "x-edgewise-zone": z } });
@@ -236,12 +238,12 @@ test("a host that fails in a row is ejected for a while, then tried again for lo
   assert.deepEqual(only(await labels(mf, 8, zone("e"))), ["b1"]);
   assert.equal(refused.seen.count, 2);
   // Back after its ejection: two more failures, and out again, for twice as long.
-  await new Promise((resolve) => setTimeout(resolve, 1700));
+  await new Promise((resolve) => setTimeout(resolve, 2300));
   assert.deepEqual(only(await labels(mf, 8, zone("d"))), ["c1"]);
   assert.equal(failing.seen.count, 4);
-  await new Promise((resolve) => setTimeout(resolve, 1700));
+  await new Promise((resolve) => setTimeout(resolve, 2300));
   assert.deepEqual(only(await labels(mf, 4, zone("d"))), ["c1"]);
-  assert.equal(failing.seen.count, 4, "still out: the second ejection lasts 3 s");
+  assert.equal(failing.seen.count, 4, "still out: the second ejection lasts 4 s");
 });
 
 test("a malformed static table or attribute list makes the worker refuse to start routing", async () => {

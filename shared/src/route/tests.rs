@@ -42,6 +42,8 @@ fn bad_entries_name_themselves() {
         ("v=prefix:/a?b=x", "starts with /"),
         ("v=prefix:/a=", "1-256 bytes"),
         ("v=prefix:/a=x|/a/=y", "listed twice"),
+        ("v=prefix:/a/./b=x", "no . or .. segment"),
+        ("v=prefix:/a/..=x", "no . or .. segment"),
         ("zone=header:bad name", "not a valid header name"),
         ("zone=query:a&b", "not a valid query parameter name"),
         ("zone=path:0", "segment number"),

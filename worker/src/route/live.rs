@@ -299,14 +299,14 @@ pub(super) fn retry(failed: &Pick) -> Option<Pick> {
 /// the table was rebuilt since the pick.
 pub(super) fn report(pick: &Pick, reached: bool) {
     with_live(pick.epoch, |live| {
-        if reached && live.outliers.tracked() == 0 {
+        if reached && live.outliers.failing() == 0 {
             return;
         }
         let Some(address) = live.lb.address(pick.host) else {
             return;
         };
         if reached {
-            live.outliers.success(address, now_ms());
+            live.outliers.success(address);
             return;
         }
         let address = address.to_owned();
@@ -317,10 +317,15 @@ pub(super) fn report(pick: &Pick, reached: bool) {
                 live.outliers.policy().consecutive_failures,
                 live.outliers.ejected()
             ),
-            OutlierVerdict::AtLimit => console_error!(
-                "edgewise: {address} not ejected: {} hosts are out already, the most allowed",
-                live.outliers.ejected()
-            ),
+            // Once per host and run of failures, not once per request of a zone gone dark.
+            OutlierVerdict::AtLimit { failures }
+                if failures == live.outliers.policy().consecutive_failures =>
+            {
+                console_error!(
+                    "edgewise: {address} not ejected: {} hosts are out already, the most allowed",
+                    live.outliers.ejected()
+                )
+            }
             _ => {}
         }
     });
