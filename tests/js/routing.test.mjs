@@ -246,6 +246,24 @@ test("a host that fails in a row is ejected for a while, then tried again for lo
   assert.equal(failing.seen.count, 4, "still out: the second ejection lasts 4 s");
 });
 
+test("with OUTLIER_GATEWAY_ERRORS on, a host answering 503 in a row is ejected; by default it is not", async () => {
+  const [unavailable, other] = [await answering(503), await answering(521)];
+  const routed = zonesBehind(unavailable.url, other.url);
+  const zone = { headers: { "x-edgewise-zone": "d" } };
+  // A 503 is the origin's answer: passed on, not retried. Round robin alternates the hosts.
+  const off = await worker({ HOST_TABLE: JSON.stringify(routed), OUTLIER_FAILURES: "2" });
+  assert.deepEqual(only((await labels(off, 8, zone)).map(String)), ["503", "c1"]);
+  assert.equal(unavailable.seen.count, 4);
+  const on = await worker({
+    HOST_TABLE: JSON.stringify(routed),
+    OUTLIER_FAILURES: "2",
+    OUTLIER_GATEWAY_ERRORS: "on",
+  });
+  const seen = (await labels(on, 8, zone)).map(String);
+  assert.deepEqual(seen.filter((l) => l === "503").length, 2, `${seen}`);
+  assert.equal(unavailable.seen.count, 6, "ejected after its second 503 in a row");
+});
+
 test("a malformed static table or attribute list makes the worker refuse to start routing", async () => {
   for (const bindings of [
     { HOST_TABLE: "{not json" },
@@ -253,6 +271,7 @@ test("a malformed static table or attribute list makes the worker refuse to star
     { HOST_TABLE: JSON.stringify(table()), ROUTE_ATTRIBUTES: "zone=cookie:z" },
     { HOST_TABLE: JSON.stringify(table()), OUTLIER_MAX_EJECTED_PERCENT: "101" },
     { HOST_TABLE: JSON.stringify(table()), OUTLIER_FAILURES: "three" },
+    { HOST_TABLE: JSON.stringify(table()), OUTLIER_GATEWAY_ERRORS: "yes" },
   ]) {
     const mf = await worker(bindings);
     const res = await mf.dispatchFetch("http://edge.test/echo");

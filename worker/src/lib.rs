@@ -94,7 +94,7 @@ async fn routed(
     let first = routing.pick(hop.req, hop.url).await?;
     let resend = Resend::of(hop.req)?;
     let sent = hop.send(hop.req, &first.origin, arena).await;
-    routing.report(&first, answered(&sent, hop.req));
+    routing.report(&first, answered(&sent, hop.req, routing.gateway_errors()));
     let (failure, answer) = match sent {
         Ok(response) if !unreached(response.status_code()) => return Ok(response),
         Ok(response) => {
@@ -116,17 +116,26 @@ async fn routed(
         second.origin.as_str()
     );
     let sent = hop.send(again, &second.origin, arena).await;
-    routing.report(&second, answered(&sent, hop.req));
+    routing.report(&second, answered(&sent, hop.req, routing.gateway_errors()));
     sent
 }
 
-/// Whether a send's host answered (whatever it answered), if the send tells: a request the
-/// worker could not build says nothing of the host, and neither does a failed fetch of a
-/// request with a body, which a client can make fail by breaking off its upload (each such
-/// request would otherwise count against a host, and a few in a row eject it).
-fn answered(sent: &std::result::Result<Response, Failure>, req: &Request) -> Option<bool> {
+/// Whether a send's host answered (whatever it answered, or with `gateway_errors` anything but
+/// 502, 503 or 504), if the send tells: a request the worker could not build says nothing of
+/// the host, and neither does a failed fetch of a request with a body, which a client can make
+/// fail by breaking off its upload (each such request would otherwise count against a host,
+/// and a few in a row eject it).
+fn answered(
+    sent: &std::result::Result<Response, Failure>,
+    req: &Request,
+    gateway_errors: bool,
+) -> Option<bool> {
     match sent {
-        Ok(response) => Some(!unreached(response.status_code())),
+        Ok(response) => {
+            let status = response.status_code();
+            let gateway = gateway_errors && matches!(status, 502..=504);
+            Some(!unreached(status) && !gateway)
+        }
         Err(Failure::Origin(_)) if req.inner().body().is_none() => Some(false),
         Err(_) => None,
     }

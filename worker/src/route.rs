@@ -35,6 +35,7 @@ const OUTLIER_FAILURES: &str = "OUTLIER_FAILURES";
 const OUTLIER_EJECTION_MS: &str = "OUTLIER_EJECTION_MS";
 const OUTLIER_MAX_EJECTION_MS: &str = "OUTLIER_MAX_EJECTION_MS";
 const OUTLIER_MAX_EJECTED_PERCENT: &str = "OUTLIER_MAX_EJECTED_PERCENT";
+const OUTLIER_GATEWAY_ERRORS: &str = "OUTLIER_GATEWAY_ERRORS";
 
 /// Routing settings, parsed once per isolate.
 #[derive(Debug)]
@@ -42,6 +43,9 @@ pub(crate) struct Routing {
     attributes: Vec<RouteAttribute>,
     source: Source,
     outliers: OutlierPolicy,
+    /// Whether an origin's 502, 503 and 504 count as failures to answer, as Envoy's
+    /// `consecutive_gateway_failure` does (off there by default too).
+    gateway_errors: bool,
 }
 
 #[derive(Debug)]
@@ -80,6 +84,7 @@ impl Routing {
             attributes,
             source,
             outliers: outlier_policy(env)?,
+            gateway_errors: switch(env, OUTLIER_GATEWAY_ERRORS)?.unwrap_or(false),
         }))
     }
 
@@ -93,6 +98,11 @@ impl Routing {
     /// Another host of the same subset after `failed` could not be reached.
     pub(crate) fn retry(&self, failed: &Pick) -> Option<Pick> {
         live::retry(failed)
+    }
+
+    /// Whether an origin's 502, 503 and 504 count against it, as failures to answer do.
+    pub(crate) fn gateway_errors(&self) -> bool {
+        self.gateway_errors
     }
 
     /// Whether `pick`'s host answered, if known: hosts that do not, several times in a row,
@@ -148,6 +158,18 @@ fn outlier_policy(env: &Env) -> Result<OutlierPolicy, String> {
         max_ejection_ms: ms(OUTLIER_MAX_EJECTION_MS)?.unwrap_or(defaults.max_ejection_ms),
         max_ejected_percent: percent.unwrap_or(defaults.max_ejected_percent),
     })
+}
+
+/// An on/off var, if it is set and not blank.
+fn switch(env: &Env, name: &str) -> Result<Option<bool>, String> {
+    let Some(value) = var(env, name).filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    match value.trim() {
+        "on" | "true" => Ok(Some(true)),
+        "off" | "false" => Ok(Some(false)),
+        other => Err(format!("{name}: {other:?} is not on or off")),
+    }
 }
 
 /// Parses and validates a JSON host table from the vars.
