@@ -111,6 +111,7 @@ struct Ejection {
 }
 
 impl Outliers {
+    /// No host counted yet.
     pub fn new(policy: OutlierPolicy) -> Outliers {
         Outliers {
             policy,
@@ -121,6 +122,7 @@ impl Outliers {
         }
     }
 
+    /// The rules it ejects by.
     pub fn policy(&self) -> &OutlierPolicy {
         &self.policy
     }
