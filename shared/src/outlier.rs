@@ -15,7 +15,7 @@
 //!
 //! Time is the caller's: milliseconds on any clock that does not go back.
 
-use alloc::string::{String, ToString};
+use alloc::string::String;
 
 use foldhash::fast::FixedState;
 use hashbrown::HashMap;
@@ -101,6 +101,14 @@ struct Record {
     /// When it came back from its last ejection.
     returned_at: u64,
     ejection: Option<Ejection>,
+}
+
+impl Record {
+    /// Takes a record being dropped out of the counts of hosts ejected and failing.
+    fn uncount(&self, ejected: &mut usize, failing: &mut usize) {
+        *ejected -= usize::from(self.ejection.is_some());
+        *failing -= usize::from(self.failures > 0);
+    }
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -285,27 +293,23 @@ impl Outliers {
     /// `lb` replaced the load balancer the hosts were ejected from: hosts gone from the table
     /// are forgotten, and those ejected are ejected from `lb` too until their time is up.
     pub fn rebuilt(&mut self, lb: &mut SubsetLb) {
-        let gone: alloc::vec::Vec<String> = self
-            .hosts
-            .keys()
-            .filter(|a| lb.host_id(a).is_none())
-            .map(ToString::to_string)
-            .collect();
-        for address in &gone {
-            self.forget(address);
-        }
-        for (address, record) in &mut self.hosts {
-            if let (Some(ejection), Some(id)) = (record.ejection.as_mut(), lb.host_id(address)) {
+        let (ejected, failing) = (&mut self.ejected, &mut self.failing);
+        self.hosts.retain(|address, record| {
+            let Some(id) = lb.host_id(address) else {
+                record.uncount(ejected, failing);
+                return false;
+            };
+            if let Some(ejection) = record.ejection.as_mut() {
                 ejection.table_healthy = lb.is_healthy(id).unwrap_or(false);
                 let _ = lb.set_healthy(address, false);
             }
-        }
+            true
+        });
     }
 
     fn forget(&mut self, address: &str) {
         if let Some(record) = self.hosts.remove(address) {
-            self.ejected -= usize::from(record.ejection.is_some());
-            self.failing -= usize::from(record.failures > 0);
+            record.uncount(&mut self.ejected, &mut self.failing);
         }
     }
 

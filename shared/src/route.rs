@@ -40,7 +40,8 @@ pub enum AttributeSource {
 /// One `PREFIX=VALUE` of a `prefix:` source.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathPrefix {
-    /// Starts with `/`; a trailing `/` is optional (whole segments match either way).
+    /// As listed, without its trailing `/`s (whole segments match either way): empty for `/`,
+    /// which every path is under.
     pub prefix: String,
     /// The metadata value of a path under it.
     pub value: String,
@@ -143,7 +144,7 @@ fn parse_prefixes(list: &str) -> Result<Vec<PathPrefix>, &'static str> {
                 return Err("a prefix's value must be 1-256 bytes");
             }
             Ok(PathPrefix {
-                prefix: prefix.into(),
+                prefix: prefix.trim_end_matches('/').into(),
                 value: value.into(),
             })
         })
@@ -151,15 +152,11 @@ fn parse_prefixes(list: &str) -> Result<Vec<PathPrefix>, &'static str> {
     if rules.len() > MAX_PATH_PREFIXES {
         return Err("more than 64 prefixes");
     }
-    rules.sort_by_key(|r| core::cmp::Reverse(r.prefix.trim_end_matches('/').len()));
-    let segments = |p: &str| String::from(p.trim_end_matches('/'));
-    for (i, rule) in rules.iter().enumerate() {
-        if rules[..i]
-            .iter()
-            .any(|r| segments(&r.prefix) == segments(&rule.prefix))
-        {
-            return Err("a prefix listed twice");
-        }
+    // Longest first (two of one length cannot both be a path's); then by text, so that a
+    // prefix listed twice (with or without a trailing `/`) has its twin beside it.
+    rules.sort_by(|a, b| (b.prefix.len(), &a.prefix).cmp(&(a.prefix.len(), &b.prefix)));
+    if rules.windows(2).any(|w| w[0].prefix == w[1].prefix) {
+        return Err("a prefix listed twice");
     }
     Ok(rules)
 }
@@ -175,8 +172,7 @@ pub fn prefix_value<'p>(path: &str, prefixes: &'p [PathPrefix]) -> Option<&'p st
     prefixes
         .iter()
         .find(|p| {
-            let prefix = p.prefix.trim_end_matches('/');
-            path.strip_prefix(prefix)
+            path.strip_prefix(p.prefix.as_str())
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
         })
         .map(|p| p.value.as_str())

@@ -104,3 +104,15 @@ pub(crate) fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
         })
         .transpose()
 }
+
+/// An on/off var, if it is set and not blank.
+pub(crate) fn switch(env: &Env, name: &str) -> Result<Option<bool>, String> {
+    let Some(value) = var(env, name).filter(|v| !v.trim().is_empty()) else {
+        return Ok(None);
+    };
+    match value.trim() {
+        "on" | "true" => Ok(Some(true)),
+        "off" | "false" => Ok(Some(false)),
+        other => Err(format!("{name}: {other:?} is not on or off")),
+    }
+}

@@ -22,7 +22,7 @@ use edgewise::{
 use worker::{Env, Request, Url};
 
 use crate::{
-    config::{number, var},
+    config::{number, switch, var},
     daemon::Daemon,
     failure::Failure,
 };
@@ -158,18 +158,6 @@ fn outlier_policy(env: &Env) -> Result<OutlierPolicy, String> {
         max_ejection_ms: ms(OUTLIER_MAX_EJECTION_MS)?.unwrap_or(defaults.max_ejection_ms),
         max_ejected_percent: percent.unwrap_or(defaults.max_ejected_percent),
     })
-}
-
-/// An on/off var, if it is set and not blank.
-fn switch(env: &Env, name: &str) -> Result<Option<bool>, String> {
-    let Some(value) = var(env, name).filter(|v| !v.trim().is_empty()) else {
-        return Ok(None);
-    };
-    match value.trim() {
-        "on" | "true" => Ok(Some(true)),
-        "off" | "false" => Ok(Some(false)),
-        other => Err(format!("{name}: {other:?} is not on or off")),
-    }
 }
 
 /// Parses and validates a JSON host table from the vars.

@@ -42,6 +42,7 @@ fn bad_entries_name_themselves() {
         ("v=prefix:/a?b=x", "starts with /"),
         ("v=prefix:/a=", "1-256 bytes"),
         ("v=prefix:/a=x|/a/=y", "listed twice"),
+        ("v=prefix:/a=x|/b=y|/a/=z", "listed twice"),
         ("v=prefix:/a/./b=x", "no . or .. segment"),
         ("v=prefix:/a/..=x", "no . or .. segment"),
         ("zone=header:bad name", "not a valid header name"),

@@ -309,11 +309,11 @@ pub(super) fn report(pick: &Pick, reached: bool) {
             live.outliers.success(address);
             return;
         }
-        let address = address.to_owned();
-        match live.outliers.failure(&mut live.lb, &address, now_ms()) {
+        let (address, now) = (address.to_owned(), now_ms());
+        match live.outliers.failure(&mut live.lb, &address, now) {
             OutlierVerdict::Ejected { until } => console_error!(
                 "edgewise: {address} ejected for {} ms after {} failures in a row ({} of the hosts out)",
-                until.saturating_sub(now_ms()),
+                until.saturating_sub(now),
                 live.outliers.policy().consecutive_failures,
                 live.outliers.ejected()
             ),
