@@ -36,6 +36,16 @@ pub enum Error {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// An entry of a protected path list (`TOKEN_PATHS`) is unusable.
+    #[error("invalid protected path \"{entry}\" (entry {index}): {reason}")]
+    InvalidProtectedPath {
+        /// Position of the entry in the list, from 0.
+        index: usize,
+        /// The entry, ASCII-escaped and cut at 64 bytes.
+        entry: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
     /// A header set would exceed 65,535 names.
     #[error("header set too large: {0} names, at most 65535")]
     HeaderSetTooLarge(usize),

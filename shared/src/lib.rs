@@ -34,6 +34,7 @@ mod hosttable;
 mod origin;
 mod outlier;
 mod privacypass;
+mod protected;
 mod route;
 #[cfg(feature = "store")]
 mod store;
@@ -59,6 +60,7 @@ pub use privacypass::{
     IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge, TokenError,
     Verifier, spend_key, spend_key_from_fields, www_authenticate,
 };
+pub use protected::{DECODE_PASSES, ProtectedPaths};
 pub use route::{
     AttributeSource, MAX_PATH_PREFIXES, MAX_ROUTE_ATTRIBUTES, PathPrefix, RouteAttribute,
     path_segment, prefix_value, query_value,

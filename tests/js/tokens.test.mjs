@@ -101,6 +101,29 @@ test("paths outside TOKEN_PATHS need no token, and keep their Authorization head
   }
 });
 
+test("every spelling an origin may read as a protected path needs a token", async () => {
+  // nginx merges slashes and decodes, Tomcat drops ;parameters, IIS ignores case and reads \ as /.
+  const before = origin.requests.length;
+  for (const path of [
+    "//private/doc",
+    "/%70rivate/doc",
+    "/%2570rivate/doc",
+    "/PRIVATE/doc",
+    "/private;jsessionid=1/doc",
+    "/public/..;/private/doc",
+    "/public%2f..%2fprivate/doc",
+    "/public%5c..%5cprivate/doc",
+    "/private%2fdoc",
+    "//api/v2/",
+    "/api/v2%2fx",
+  ]) {
+    const res = await get(path);
+    assert.equal(res.status, 401, path);
+    assert.equal(await res.text(), "edgewise: token required", path);
+  }
+  assert.equal(origin.requests.length, before, "a spelling reached the origin");
+});
+
 test("every malformed or foreign token is a 401, never a 5xx", async () => {
   const token = await freshToken();
   const bytes = Buffer.from(token, "base64url");
@@ -191,6 +214,8 @@ test("misconfigured token settings make every request a 500", async () => {
     { TOKEN_PATHS: "/x" },
     { TOKEN_PATHS: "/x", ISSUER_NAME: "i", ISSUER_KEYS: "not-a-key", DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
     { TOKEN_PATHS: "x", ISSUER_NAME: "i", ISSUER_KEYS: key.token_key, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
+    { TOKEN_PATHS: "/a%2fb", ISSUER_NAME: "i", ISSUER_KEYS: key.token_key, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
+    { TOKEN_PATHS: "/a//b", ISSUER_NAME: "i", ISSUER_KEYS: key.token_key, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
   ]) {
     const w = await startWorker({ ORIGIN_URL: origin.url, ...bad });
     try {

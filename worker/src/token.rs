@@ -11,8 +11,8 @@
 use std::{fmt::Write as _, rc::Rc};
 
 use edgewise::{
-    Arena, ArenaWriter, IssuerKey, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token, TokenChallenge,
-    Verifier, www_authenticate,
+    Arena, ArenaWriter, IssuerKey, ProtectedPaths, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token,
+    TokenChallenge, Verifier, www_authenticate,
 };
 use worker::{Env, Headers, Method, Request, RequestInit, wasm_bindgen::JsValue};
 
@@ -25,7 +25,7 @@ use crate::{
 /// What the worker needs to admit tokens, parsed once per isolate from the vars.
 #[derive(Debug)]
 pub(crate) struct TokenPolicy {
-    paths: Vec<String>,
+    paths: ProtectedPaths,
     verifier: Verifier,
     digest: [u8; 32],
     challenge: Rc<str>,
@@ -43,7 +43,8 @@ const TOKEN_MAX_AGE: &str = "TOKEN_MAX_AGE";
 impl TokenPolicy {
     /// `Ok(None)` when no path requires a token.
     pub(crate) fn from_env(env: &Env) -> Result<Option<TokenPolicy>, String> {
-        let paths = paths(&var(env, TOKEN_PATHS).unwrap_or_default())?;
+        let paths = ProtectedPaths::parse(&var(env, TOKEN_PATHS).unwrap_or_default())
+            .map_err(|e| format!("{TOKEN_PATHS}: {e}"))?;
         if paths.is_empty() {
             return Ok(None);
         }
@@ -77,13 +78,11 @@ impl TokenPolicy {
         }))
     }
 
-    /// Whether `path` is token-protected: a configured prefix matching whole path segments.
+    /// Whether `path` is token-protected: under a configured prefix by whole segments, as
+    /// any origin may read it (`//private`, `/%70rivate` and `/PRIVATE` are `/private` to
+    /// some; see [`ProtectedPaths::covers`]).
     pub(crate) fn applies(&self, path: &str) -> bool {
-        self.paths.iter().any(|prefix| {
-            path.strip_prefix(prefix.as_str()).is_some_and(|rest| {
-                prefix.ends_with('/') || rest.is_empty() || rest.starts_with('/')
-            })
-        })
+        self.paths.covers(path)
     }
 
     /// Admits the request if it carries a fresh, valid token. The decoded token and the
@@ -194,19 +193,6 @@ fn hex_into(out: &mut ArenaWriter<'_, '_>, bytes: &[u8]) -> Option<()> {
 fn items(list: &str) -> impl Iterator<Item = &str> {
     list.split(|c: char| c == ',' || c.is_whitespace())
         .filter(|item| !item.is_empty())
-}
-
-/// Path prefixes, each starting with `/`.
-fn paths(list: &str) -> Result<Vec<String>, String> {
-    items(list)
-        .map(|p| {
-            if p.starts_with('/') {
-                Ok(p.to_owned())
-            } else {
-                Err(format!("{TOKEN_PATHS}: {p:?} does not start with '/'"))
-            }
-        })
-        .collect()
 }
 
 /// Issuer keys: base64url SPKI, each optionally followed by `@<not-after unix seconds>`, in

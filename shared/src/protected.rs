@@ -1,0 +1,248 @@
+//! Path prefixes whose requests need a token, matched as origins may read the path.
+//!
+//! The edge sees a request's path as the client sent it (after the URL parser resolved `.` and
+//! `..` segments), but an origin reads it after normalising it its own way: nginx merges `//`
+//! and decodes `%70rivate` to `private`, Tomcat drops `;jsessionid=...` path parameters (and
+//! takes `..;` for `..`), IIS ignores case and takes `\` for `/`. A gate comparing the path as
+//! sent let `//private/doc`, `/%70rivate/doc`, `/PRIVATE/doc` and `/private;x/doc` through to
+//! origins that serve each of them as `/private/doc`.
+//!
+//! So a path is protected if a prefix covers it in any of its readings: as sent; percent-decoded
+//! none to [`DECODE_PASSES`] times (an origin may decode twice), each then split at `/` alone
+//! and at `\` too, with `;` parameters dropped and kept, and empty, `.` and `..` segments
+//! resolved.
+//! Every comparison ignores ASCII case. This fails closed: an odd spelling of a public path
+//! may be asked for a token, no spelling of a protected one gets through without.
+
+use alloc::{string::String, vec::Vec};
+
+use crate::Error;
+
+#[cfg(test)]
+mod tests;
+
+/// Most percent-decodings a path is read after: `%252e` is `%2e` once decoded and `.` twice.
+pub const DECODE_PASSES: usize = 3;
+
+/// The path prefixes of a list such as `TOKEN_PATHS`, by whole segments: `/private` covers
+/// `/private` and `/private/doc`, not `/privateer`; `/api/v2/` covers what lies beneath
+/// `/api/v2/`, not `/api/v2` itself; `/` covers every path.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ProtectedPaths {
+    prefixes: Vec<Prefix>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Prefix {
+    /// Lower case, without the trailing `/`: empty for `/`.
+    text: String,
+    /// Listed with a trailing `/`: only paths beneath it.
+    beneath: bool,
+}
+
+impl ProtectedPaths {
+    /// Parses a list separated by commas or whitespace; an empty list protects nothing. Each
+    /// prefix starts with `/` and holds neither empty, `.` or `..` segments nor `%`, `\`, `;`,
+    /// `?` or `#`: it is compared with decoded, normalised readings of the path, so it is
+    /// written as one.
+    pub fn parse(list: &str) -> Result<ProtectedPaths, Error> {
+        let entries = list
+            .split(|c: char| c == ',' || c.is_whitespace())
+            .filter(|e| !e.is_empty());
+        let prefixes = entries
+            .enumerate()
+            .map(|(index, entry)| prefix(entry).map_err(|reason| invalid(index, entry, reason)))
+            .collect::<Result<_, _>>()?;
+        Ok(ProtectedPaths { prefixes })
+    }
+
+    /// Whether the list protects nothing.
+    pub fn is_empty(&self) -> bool {
+        self.prefixes.is_empty()
+    }
+
+    /// Whether a request for `path` (as the URL parser leaves it: starting with `/`,
+    /// percent-encoded) needs a token. Allocates only for a path with a `%`, `\` or `;`, or an
+    /// empty, `.` or `..` segment: any other reads the same every way.
+    pub fn covers(&self, path: &str) -> bool {
+        let raw = path.as_bytes();
+        if self.covers_reading(raw) {
+            return true;
+        }
+        if is_plain(raw) {
+            return false;
+        }
+        let mut decoded = raw.to_vec();
+        for pass in 0..=DECODE_PASSES {
+            if pass > 0 && !decode_once(&mut decoded) {
+                break;
+            }
+            if self.covers_decoded(&decoded) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Whether a path decoded so far is covered in a reading with `..` resolved, each way:
+    /// `..;` is `..` to Tomcat and a segment of its own to nginx, `\` a separator to IIS and
+    /// a byte to the others.
+    fn covers_decoded(&self, decoded: &[u8]) -> bool {
+        [Slashes::Both, Slashes::Forward]
+            .into_iter()
+            .any(|slashes| {
+                [Params::Drop, Params::Keep]
+                    .into_iter()
+                    .any(|params| self.covers_reading(&normalised(decoded, slashes, params)))
+            })
+    }
+
+    fn covers_reading(&self, path: &[u8]) -> bool {
+        self.prefixes.iter().any(|p| p.covers(path))
+    }
+}
+
+impl Prefix {
+    fn covers(&self, path: &[u8]) -> bool {
+        let text = self.text.as_bytes();
+        let Some((head, rest)) = path.split_at_checked(text.len()) else {
+            return false;
+        };
+        head.eq_ignore_ascii_case(text)
+            && match rest.first() {
+                Some(b'/') => true,
+                None => !self.beneath,
+                Some(_) => false,
+            }
+    }
+}
+
+fn prefix(entry: &str) -> Result<Prefix, &'static str> {
+    let Some(inner) = entry.strip_prefix('/') else {
+        return Err("does not start with '/'");
+    };
+    if let Some(b) = entry.bytes().find(|b| b"%\\;?#".contains(b)) {
+        return Err(match b {
+            b'%' => "holds '%': write the path decoded",
+            b'\\' => "holds '\\': write '/'",
+            b';' => "holds ';': path parameters are dropped before matching",
+            _ => "holds '?' or '#': a path prefix has no query or fragment",
+        });
+    }
+    let (inner, beneath) = match inner.strip_suffix('/') {
+        Some(inner) => (inner, true),
+        None => (inner, inner.is_empty()),
+    };
+    if entry != "/" && inner.split('/').any(|s| matches!(s, "" | "." | "..")) {
+        return Err("holds an empty, '.' or '..' segment");
+    }
+    let text = match inner {
+        "" => String::new(),
+        _ => alloc::format!("/{}", inner.to_ascii_lowercase()),
+    };
+    Ok(Prefix { text, beneath })
+}
+
+/// Whether every reading of `path` is `path` itself: no byte a decoding or normalisation
+/// changes, no segment one drops.
+fn is_plain(path: &[u8]) -> bool {
+    let Some((b'/', inner)) = path.split_first() else {
+        return false;
+    };
+    let mut segments = inner.split(|&b| b == b'/').peekable();
+    while let Some(segment) = segments.next() {
+        let last = segments.peek().is_none();
+        let odd = match segment {
+            b"" => !last,
+            b"." | b".." => true,
+            _ => segment.iter().any(|b| b"%\\;".contains(b)),
+        };
+        if odd {
+            return false;
+        }
+    }
+    true
+}
+
+/// Decodes each `%` followed by two hex digits, in place; whether any was.
+fn decode_once(bytes: &mut Vec<u8>) -> bool {
+    let (mut read, mut write) = (0, 0);
+    while read < bytes.len() {
+        let escaped = match bytes.get(read..read + 3) {
+            Some(&[b'%', high, low]) => hex(high).zip(hex(low)).map(|(h, l)| h << 4 | l),
+            _ => None,
+        };
+        bytes[write] = match escaped {
+            Some(byte) => {
+                read += 3;
+                byte
+            }
+            None => {
+                read += 1;
+                bytes[read - 1]
+            }
+        };
+        write += 1;
+    }
+    let changed = write < bytes.len();
+    bytes.truncate(write);
+    changed
+}
+
+fn hex(digit: u8) -> Option<u8> {
+    char::from(digit).to_digit(16).map(|d| d as u8)
+}
+
+/// Which bytes a reading takes for separators.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Slashes {
+    Forward,
+    Both,
+}
+
+/// What a reading does with a segment's `;` parameters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Params {
+    Keep,
+    Drop,
+}
+
+/// `path` with `\` read as `/`, empty and `.` segments dropped, `..` segments as `dots` says
+/// (resolved, each takes the segment before with it) and parameters as `params` says. A
+/// trailing `/` (or a final segment dropped) is kept: it decides what a prefix listed with
+/// one covers.
+fn normalised(path: &[u8], slashes: Slashes, params: Params) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len() + 1);
+    let mut directory = false;
+    let backslash = slashes == Slashes::Both;
+    for segment in path.split(|&b| b == b'/' || (backslash && b == b'\\')) {
+        let segment = match params {
+            Params::Drop => segment.split(|&b| b == b';').next().unwrap_or(segment),
+            Params::Keep => segment,
+        };
+        directory = matches!(segment, b"" | b"." | b"..");
+        match segment {
+            b"" | b"." => {}
+            b".." => {
+                let parent = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
+                out.truncate(parent);
+            }
+            _ => {
+                out.push(b'/');
+                out.extend_from_slice(segment);
+            }
+        }
+    }
+    if directory || out.is_empty() {
+        out.push(b'/');
+    }
+    out
+}
+
+fn invalid(index: usize, entry: &str, reason: &'static str) -> Error {
+    Error::InvalidProtectedPath {
+        index,
+        entry: entry.escape_default().take(64).collect(),
+        reason,
+    }
+}
