@@ -297,7 +297,9 @@ impl SubsetLb {
 
     /// Sets `key` to `value` in `md` (replacing an earlier value of `key`), by lookup only: a
     /// key nothing knows, or a pair beyond [`METADATA_CAPACITY`], is recorded as foreign and
-    /// makes `md` match no subset; a value no host has matches no subset either. Fastest with
+    /// makes `md` match no subset (a pair beyond the capacity even with `allow_redundant_keys`,
+    /// which drops unknown keys: the pair lost may have been a selector's key); a value no host
+    /// has matches no subset either. Fastest with
     /// the keys set in the order of their texts (as hosts list their labels): each is then
     /// found at its position, with one comparison. Keys known before the requests (a proxy's
     /// configuration) are found once instead: [`SubsetLb::set_key`]. A request's pairs all at

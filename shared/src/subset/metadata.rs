@@ -12,6 +12,15 @@ pub const METADATA_CAPACITY: usize = 8;
 /// Value id of a known key whose value no host has: it matches no subset.
 pub(super) const UNKNOWN_VALUE: u32 = u32::MAX;
 
+/// A key no selector, host or fallback knows was set. Lookups that ignore extra keys
+/// (`allow_redundant_keys`) drop the mark with the key.
+const UNKNOWN_KEY: u8 = 1;
+
+/// A pair beyond the capacity was dropped. Kept even where extra keys are ignored: the pair
+/// lost may have been one of the selector's keys (cut to the others, a request for
+/// `version=v2` went to a zone's `v1` hosts).
+const OVERFLOW: u8 = 2;
+
 /// The metadata of one request, made by [`SubsetLb::metadata`](crate::SubsetLb::metadata) and
 /// filled with [`SubsetLb::set`](crate::SubsetLb::set).
 ///
@@ -20,9 +29,9 @@ pub(super) const UNKNOWN_VALUE: u32 = u32::MAX;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Metadata {
     len: u8,
-    /// A key no selector, host or fallback knows, or a pair beyond the capacity: the metadata
-    /// then matches no subset, and lookups that ignore extra keys drop it.
-    foreign: bool,
+    /// [`UNKNOWN_KEY`] and [`OVERFLOW`]: either makes the metadata match no subset. One byte,
+    /// tested once per lookup.
+    marks: u8,
     /// (key id, key=value id or [`UNKNOWN_VALUE`]), sorted by key id.
     pairs: [(u32, u32); METADATA_CAPACITY],
 }
@@ -35,12 +44,12 @@ impl Metadata {
 
     /// Whether no pair was set.
     pub fn is_empty(&self) -> bool {
-        self.len == 0 && !self.foreign
+        self.len == 0 && !self.has_foreign_key()
     }
 
     /// Whether a key was set that matches nothing (unknown, or beyond the capacity).
     pub fn has_foreign_key(&self) -> bool {
-        self.foreign
+        self.marks != 0
     }
 
     pub(super) fn pairs(&self) -> &[(u32, u32)] {
@@ -57,7 +66,7 @@ impl Metadata {
 
     /// Records a key that matches nothing.
     pub(super) fn set_foreign(&mut self) {
-        self.foreign = true;
+        self.marks |= UNKNOWN_KEY;
     }
 
     /// Sets key `k` to `kv`, replacing an earlier value of `k`. Inlined: called from both
@@ -76,7 +85,7 @@ impl Metadata {
             return;
         }
         if len == METADATA_CAPACITY {
-            self.foreign = true;
+            self.marks |= OVERFLOW;
             return;
         }
         // By hand: `copy_within` calls `memmove`, about 25 instructions for the pair or two
@@ -88,9 +97,13 @@ impl Metadata {
         self.len += 1;
     }
 
-    /// The pairs whose keys are in `keys` (sorted), without the foreign mark.
+    /// The pairs whose keys are in `keys` (sorted), without the mark of unknown keys (but
+    /// with that of a pair dropped).
     pub(super) fn only(&self, keys: &[u32]) -> Metadata {
-        let mut out = Metadata::default();
+        let mut out = Metadata {
+            marks: self.marks & OVERFLOW,
+            ..Metadata::default()
+        };
         for &(k, kv) in self.pairs() {
             if keys.binary_search(&k).is_ok() {
                 out.pairs[out.len()] = (k, kv);
@@ -109,7 +122,7 @@ impl Metadata {
 
     /// Whether the keys set are exactly `keys` (sorted).
     pub(super) fn keys_are(&self, keys: &[u32]) -> bool {
-        !self.foreign
+        !self.has_foreign_key()
             && keys.len() == self.len()
             && self
                 .pairs()

@@ -430,6 +430,38 @@ fn allow_redundant_keys_ignores_extra_request_keys() {
     );
 }
 
+/// A pair beyond the metadata's capacity may be a selector's key: cut to the keys it has,
+/// the request would go to a wider subset (here the zone's `v=1` host for `v=2`). It matches
+/// no subset instead, and the top-level fallback decides.
+#[test]
+fn a_pair_dropped_for_room_matches_no_subset_even_with_redundant_keys() {
+    let extra: Vec<String> = (0..METADATA_CAPACITY).map(|i| format!("x{i}=1")).collect();
+    let hosts = ["zone=a,v=1", "zone=a,v=2"].map(|h| format!("{h},{}", extra.join(",")));
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["v", "zone"], &["zone"]]);
+    config.allow_redundant_keys = true;
+    let hosts: Vec<&str> = hosts.iter().map(String::as_str).collect();
+    let mut lb = SubsetLb::build(&table(&hosts, config)).unwrap();
+    let mut request = vec![("zone", "a")];
+    request.extend(
+        (0..METADATA_CAPACITY - 1).map(|i| (["x0", "x1", "x2", "x3", "x4", "x5", "x6"][i], "1")),
+    );
+    assert_eq!(
+        picks(&mut lb, &request, 8),
+        (set(&["h0", "h1"]), Some(Fallback::None))
+    );
+    request.push(("v", "2"));
+    let md = md(&lb, &request);
+    assert!(md.has_foreign_key() && md.len() == METADATA_CAPACITY);
+    assert_eq!(picks(&mut lb, &request, 8), (BTreeSet::new(), None));
+    request.truncate(2);
+    request.push(("v", "2"));
+    assert_eq!(
+        picks(&mut lb, &request, 8),
+        (set(&["h1"]), Some(Fallback::None))
+    );
+}
+
 #[test]
 fn metadata_fallbacks_are_tried_in_order() {
     let mut config = config(FallbackPolicy::NoFallback);
