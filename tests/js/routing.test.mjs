@@ -295,9 +295,11 @@ function tomlTable(bOrigin) {
 }
 
 // Serves the daemon's /v1/hosts as is; once `corrupt` is set, a damaged table with a new ETag;
-// once `corruptDeltas` is set, each delta damaged (cut short).
+// once `corruptDeltas` is set, each delta damaged (cut short); while `stall` is set, a table or
+// delta's headers and half its body, then nothing more (until the test ends).
 async function faultProxy(daemonUrl) {
-  const state = { corrupt: false, corruptDeltas: false };
+  const state = { corrupt: false, corruptDeltas: false, stall: false };
+  const stalled = [];
   const server = createServer(async (req, res) => {
     const headers = { authorization: req.headers.authorization ?? "" };
     if (req.headers.accept) headers.accept = req.headers.accept;
@@ -317,12 +319,18 @@ async function faultProxy(daemonUrl) {
     }
     const out = { "content-type": upstream.headers.get("content-type") ?? "text/plain" };
     if (upstream.headers.get("etag")) out.etag = upstream.headers.get("etag");
+    if (state.stall && upstream.status === 200) {
+      res.writeHead(200, { ...out, "content-length": String(body.length) });
+      res.write(body.subarray(0, body.length >> 1));
+      return stalled.push(res);
+    }
     res.writeHead(upstream.status, out);
     const delta = out["content-type"] === "application/x-edgewise-hosts-delta";
     res.end(delta && state.corruptDeltas ? body.subarray(0, body.length - 3) : body);
   });
   await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
   open.push(() => new Promise((done) => server.close(done)));
+  open.push(() => stalled.forEach((res) => res.destroy()));
   state.url = `http://127.0.0.1:${server.address().port}`;
   return state;
 }
@@ -407,4 +415,46 @@ test("the daemon's table: fetched, updated at runtime by deltas, kept when malfo
     DAEMON_TIMEOUT_MS: "300",
   });
   assert.deepEqual(only(await labels(fresh, 2, zoneB)), [503]);
+});
+
+test("a daemon stalling in the body costs a request the deadline, and checks go on after", async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "edgewise-routing-"));
+  open.push(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "hosts.toml");
+  const write = (text) => {
+    writeFileSync(file + ".tmp", text);
+    renameSync(file + ".tmp", file);
+  };
+  write(tomlTable("b1"));
+  const config = path.join(dir, "edgewised.toml");
+  writeFileSync(config, `[hosts]\nfile = ${JSON.stringify(file)}\nwatch_interval_ms = 30\n`);
+  const daemon = await startDaemon({ secret: SECRET, args: ["--config", config] });
+  open.push(() => daemon.close());
+  const proxy = await faultProxy(daemon.url);
+  const mf = await worker({
+    HOST_TABLE: "daemon",
+    HOST_TABLE_REFRESH_MS: "0",
+    DAEMON_URL: proxy.url,
+    DAEMON_SECRET: SECRET,
+    DAEMON_TIMEOUT_MS: "300",
+  });
+  const zoneB = { headers: { "x-edgewise-zone": "b" } };
+  assert.deepEqual(only(await labels(mf, 2, zoneB)), ["b1"]);
+
+  // The table changes while the daemon's answers stall halfway: each request checks, gives up
+  // at the deadline and routes by the table it has. (Before, the body was read without one:
+  // the checking request hung, and no other request checked again.)
+  proxy.stall = true;
+  write(tomlTable("c1"));
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  for (let i = 0; i < 3; i++) {
+    const hung = new Promise((_, reject) => setTimeout(() => reject(new Error("request hung")), 10_000));
+    assert.deepEqual(await Promise.race([labels(mf, 1, zoneB), hung]), ["b1"]);
+  }
+  proxy.stall = false;
+  await eventually(async () => (await labels(mf, 1, zoneB))[0] === "c1", {
+    what: "the worker checking again once the daemon answers in full",
+    every: 30,
+    within: 10_000,
+  });
 });

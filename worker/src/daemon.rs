@@ -1,5 +1,6 @@
 //! The worker's client for `edgewised`: where it is, the bearer secret, and a deadline on
-//! every call, so a slow daemon costs a request at most `DAEMON_TIMEOUT_MS`.
+//! every call, answer read in full, so a slow daemon costs a request at most
+//! `DAEMON_TIMEOUT_MS`.
 
 use std::time::Duration;
 
@@ -58,17 +59,41 @@ impl Daemon {
         Ok(headers)
     }
 
-    /// Sends `request`, giving up (and aborting it) after the deadline.
-    pub(crate) async fn send(&self, request: Request) -> Result<Response, String> {
+    /// The deadline of a call.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Sends `request` and has `read` read the response, both within the deadline: a daemon
+    /// (or a proxy before it) that sends its headers and then stalls in the body costs no
+    /// more than one that never answers. Past the deadline the request is aborted, body and
+    /// all.
+    pub(crate) async fn call<T, R>(
+        &self,
+        request: Request,
+        read: impl FnOnce(Response) -> R,
+    ) -> Result<T, String>
+    where
+        R: Future<Output = Result<T, String>>,
+    {
         let controller = AbortController::default();
         let signal = controller.signal();
-        let fetch = Fetch::Request(request);
-        let send = fetch.send_with_signal(&signal);
-        match select(Box::pin(send), Delay::from(self.timeout)).await {
-            Either::Left((sent, _)) => sent.map_err(|e| format!("daemon unreachable: {e}")),
+        let exchange = async {
+            let fetch = Fetch::Request(request);
+            let response = fetch
+                .send_with_signal(&signal)
+                .await
+                .map_err(|e| format!("daemon unreachable: {e}"))?;
+            read(response).await
+        };
+        match select(Box::pin(exchange), Delay::from(self.timeout)).await {
+            Either::Left((done, _)) => done,
             Either::Right(_) => {
                 controller.abort();
-                Err(format!("daemon gave no answer within {:?}", self.timeout))
+                Err(format!(
+                    "daemon gave no full answer within {:?}",
+                    self.timeout
+                ))
             }
         }
     }

@@ -14,7 +14,7 @@ use edgewise::{
     Arena, ArenaWriter, IssuerKey, ProtectedPaths, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token,
     TokenChallenge, Verifier, www_authenticate,
 };
-use worker::{Env, Headers, Method, Request, RequestInit, wasm_bindgen::JsValue};
+use worker::{Env, Headers, Method, Request, RequestInit, Response, wasm_bindgen::JsValue};
 
 use crate::{
     config::{number, var},
@@ -114,12 +114,11 @@ impl TokenPolicy {
 
     async fn redeem(&self, token: &Token<'_>, arena: &mut Arena<'_>) -> Result<Redeemed, Failure> {
         let request = self.redeem_request(token, arena)?;
-        let mut response = self.daemon.send(request).await.map_err(unavailable)?;
-        let status = response.status_code();
-        let body = response
-            .text()
-            .await
-            .map_err(|e| unavailable(e.to_string()))?;
+        let read = |mut response: Response| async move {
+            let body = response.text().await.map_err(|e| e.to_string())?;
+            Ok((response.status_code(), body))
+        };
+        let (status, body) = self.daemon.call(request, read).await.map_err(unavailable)?;
         match (status, body.as_str()) {
             (200, r#"{"outcome":"fresh"}"#) => Ok(Redeemed::Fresh),
             (200, r#"{"outcome":"spent"}"#) => Ok(Redeemed::Spent),

@@ -12,7 +12,7 @@ use edgewise::{
     HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, HostDelta, HostId, Metadata, Origin,
     OutlierPolicy, OutlierVerdict, Outliers, RequestKeys, RouteAttribute, SubsetLb,
 };
-use worker::{Request, RequestInit, console_error, console_log};
+use worker::{Request, RequestInit, Response, console_error, console_log};
 
 use super::Source;
 use crate::failure::Failure;
@@ -34,12 +34,19 @@ struct Live {
     keys: Option<RequestKeys>,
     /// Hosts failing to answer, some ejected from `lb`; handed on to the next load balancer.
     outliers: Outliers,
+    /// The check (see `CHECKS`) whose table this is, or that last brought it a delta.
+    check: u64,
 }
 
 thread_local! {
     static LIVE: RefCell<Option<Live>> = const { RefCell::new(None) };
-    /// A request is already asking the daemon: others keep using the current table.
-    static CHECKING: Cell<bool> = const { Cell::new(false) };
+    /// When a request began asking the daemon (ms since the epoch): others keep using the
+    /// current table meanwhile. A time, not a flag: a request whose client went away may never
+    /// be resumed to clear it, and a flag left set stopped every later check in the isolate.
+    static CHECKING_SINCE: Cell<Option<u64>> = const { Cell::new(None) };
+    /// Checks begun, counted: a table is installed only if no check begun later installed one
+    /// (first loads run at once, and the slowest answer used to win).
+    static CHECKS: Cell<u64> = const { Cell::new(0) };
     static RNG: Cell<u64> = const { Cell::new(0) };
     static EPOCHS: Cell<u64> = const { Cell::new(0) };
 }
@@ -86,13 +93,20 @@ pub(super) async fn ensure(source: &Source, outliers: OutlierPolicy) -> Result<(
                 ),
                 None => (false, true, None),
             });
-            if !due || (loaded && CHECKING.with(Cell::get)) {
+            // A check outlives its deadline only if it was abandoned.
+            let deadline = 2 * daemon.timeout().as_millis() as u64;
+            let checking = CHECKING_SINCE.with(Cell::get);
+            if !due || (loaded && checking.is_some_and(|t| now.saturating_sub(t) < deadline)) {
                 return Ok(());
             }
-            CHECKING.with(|c| c.set(true));
+            CHECKING_SINCE.with(|c| c.set(Some(now)));
+            let check = CHECKS.with(|c| {
+                c.set(c.get() + 1);
+                c.get()
+            });
             let fetched = fetch(daemon, url, etag.as_deref()).await;
-            CHECKING.with(|c| c.set(false));
-            settle(fetched, now, outliers)
+            CHECKING_SINCE.with(|c| c.set(None));
+            settle(fetched, now, outliers, check)
         }
     }
 }
@@ -136,7 +150,11 @@ async fn fetch(
     let mut init = RequestInit::new();
     init.with_headers(headers);
     let request = Request::new_with_init(url, &init).map_err(|e| e.to_string())?;
-    let mut response = daemon.send(request).await?;
+    daemon.call(request, answer).await
+}
+
+/// What a response of `GET /v1/hosts` says, body read.
+async fn answer(mut response: Response) -> Result<Fetched, String> {
     match response.status_code() {
         304 => Ok(Fetched::NotModified),
         200 => {
@@ -163,18 +181,23 @@ fn settle(
     fetched: Result<Fetched, String>,
     now: u64,
     policy: OutlierPolicy,
+    check: u64,
 ) -> Result<(), Failure> {
     let fetched = fetched.and_then(read);
     LIVE.with(|l| {
         let mut slot = l.borrow_mut();
         let failed = match (fetched, slot.as_mut()) {
+            // A check begun later has answered already: its table stays.
+            (Ok(Update::Table(..) | Update::Delta(..)), Some(live)) if live.check > check => {
+                return Ok(());
+            }
             (Ok(Update::None), Some(live)) => {
                 live.checked_at = now;
                 return Ok(());
             }
             (Ok(Update::Delta(delta, etag)), Some(live)) => match live.apply(&delta, etag) {
                 Ok(()) => {
-                    live.checked_at = now;
+                    (live.checked_at, live.check) = (now, check);
                     return Ok(());
                 }
                 Err(why) => why,
@@ -206,6 +229,7 @@ fn settle(
                     None => Outliers::new(policy),
                 };
                 let mut live = Live::new(*lb, etag, now, outliers);
+                live.check = check;
                 live.outliers.rebuilt(&mut live.lb);
                 *slot = Some(live);
                 return Ok(());
@@ -345,6 +369,7 @@ impl Live {
             churn: 0,
             keys: None,
             outliers,
+            check: 0,
         }
     }
 
