@@ -296,11 +296,13 @@ function tomlTable(bOrigin) {
 
 // Serves the daemon's /v1/hosts as is; once `corrupt` is set, a damaged table with a new ETag;
 // once `corruptDeltas` is set, each delta damaged (cut short); while `stall` is set, a table or
-// delta's headers and half its body, then nothing more (until the test ends).
+// delta's headers and half its body, then nothing more (until the test ends). Counts the
+// requests it serves.
 async function faultProxy(daemonUrl) {
-  const state = { corrupt: false, corruptDeltas: false, stall: false };
+  const state = { corrupt: false, corruptDeltas: false, stall: false, requests: 0 };
   const stalled = [];
   const server = createServer(async (req, res) => {
+    state.requests++;
     const headers = { authorization: req.headers.authorization ?? "" };
     if (req.headers.accept) headers.accept = req.headers.accept;
     if (req.headers["if-none-match"] && !state.corrupt) headers["if-none-match"] = req.headers["if-none-match"];
@@ -335,12 +337,9 @@ async function faultProxy(daemonUrl) {
   return state;
 }
 
-async function deltasServed(daemonUrl) {
-  const metrics = await (await fetch(`${daemonUrl}/metrics`)).text();
-  return Number(/^edgewise_hosts_deltas_served_total (\d+)$/m.exec(metrics)?.[1]);
-}
-
-test("the daemon's table: fetched, updated at runtime by deltas, kept when malformed or unreachable", async () => {
+// The real edgewised serving `table` (rewritten by `write`, which it notices), behind a
+// faultProxy.
+async function daemonServing(table) {
   const dir = mkdtempSync(path.join(tmpdir(), "edgewise-routing-"));
   open.push(() => rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, "hosts.toml");
@@ -348,12 +347,22 @@ test("the daemon's table: fetched, updated at runtime by deltas, kept when malfo
     writeFileSync(file + ".tmp", text);
     renameSync(file + ".tmp", file);
   };
-  write(tomlTable("b1"));
+  write(table);
   const config = path.join(dir, "edgewised.toml");
   writeFileSync(config, `[hosts]\nfile = ${JSON.stringify(file)}\nwatch_interval_ms = 30\n`);
   const daemon = await startDaemon({ secret: SECRET, args: ["--config", config] });
   open.push(() => daemon.close());
   const proxy = await faultProxy(daemon.url);
+  return { daemon, proxy, write };
+}
+
+async function deltasServed(daemonUrl) {
+  const metrics = await (await fetch(`${daemonUrl}/metrics`)).text();
+  return Number(/^edgewise_hosts_deltas_served_total (\d+)$/m.exec(metrics)?.[1]);
+}
+
+test("the daemon's table: fetched, updated at runtime by deltas, kept when malformed or unreachable", async () => {
+  const { daemon, proxy, write } = await daemonServing(tomlTable("b1"));
   const mf = await worker({
     HOST_TABLE: "daemon",
     HOST_TABLE_REFRESH_MS: "0",
@@ -418,19 +427,7 @@ test("the daemon's table: fetched, updated at runtime by deltas, kept when malfo
 });
 
 test("a daemon stalling in the body costs a request the deadline, and checks go on after", async () => {
-  const dir = mkdtempSync(path.join(tmpdir(), "edgewise-routing-"));
-  open.push(() => rmSync(dir, { recursive: true, force: true }));
-  const file = path.join(dir, "hosts.toml");
-  const write = (text) => {
-    writeFileSync(file + ".tmp", text);
-    renameSync(file + ".tmp", file);
-  };
-  write(tomlTable("b1"));
-  const config = path.join(dir, "edgewised.toml");
-  writeFileSync(config, `[hosts]\nfile = ${JSON.stringify(file)}\nwatch_interval_ms = 30\n`);
-  const daemon = await startDaemon({ secret: SECRET, args: ["--config", config] });
-  open.push(() => daemon.close());
-  const proxy = await faultProxy(daemon.url);
+  const { daemon, proxy, write } = await daemonServing(tomlTable("b1"));
   const mf = await worker({
     HOST_TABLE: "daemon",
     HOST_TABLE_REFRESH_MS: "0",
@@ -457,4 +454,19 @@ test("a daemon stalling in the body costs a request the deadline, and checks go 
     every: 30,
     within: 10_000,
   });
+});
+
+test("concurrent first requests of an isolate wait for one fetch of the daemon's table", async () => {
+  const { proxy } = await daemonServing(tomlTable("b1"));
+  const mf = await worker({
+    HOST_TABLE: "daemon",
+    HOST_TABLE_REFRESH_MS: "60000",
+    DAEMON_URL: proxy.url,
+    DAEMON_SECRET: SECRET,
+    DAEMON_TIMEOUT_MS: "2000",
+  });
+  const zoneB = { headers: { "x-edgewise-zone": "b" } };
+  const seen = await Promise.all(Array.from({ length: 8 }, () => labels(mf, 1, zoneB)));
+  assert.deepEqual(only(seen.flat()), ["b1"]);
+  assert.equal(proxy.requests, 1, "each request fetched the table");
 });
