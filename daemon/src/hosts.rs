@@ -268,6 +268,7 @@ impl Published {
 fn read_table(path: &Path) -> anyhow::Result<HostTable> {
     let text = std::fs::read_to_string(path).context("reading")?;
     let mut table: HostTable = toml::from_str(&text).context("parsing")?;
+    table.normalize_addresses();
     table.validate().context("validating")?;
     // Served in address order: workers then index it without hashing every address, and a
     // file whose hosts only moved is no change (the fingerprint is of the sorted table).

@@ -209,6 +209,19 @@ impl HostTable {
             .sort_unstable_by(|a, b| a.address.cmp(&b.address));
     }
 
+    /// Writes each address that is an origin URL in normal form, as [`Origin`](crate::Origin)
+    /// writes it: lower-case scheme and host, no trailing `/`. [`HostTable::validate`] refuses
+    /// any other spelling; the daemon's file and the worker's var are read through this first.
+    pub fn normalize_addresses(&mut self) {
+        for host in &mut self.hosts {
+            if let Ok(origin) = crate::Origin::parse(&host.address)
+                && origin.as_str() != host.address
+            {
+                host.address = origin.as_str().into();
+            }
+        }
+    }
+
     /// Checks everything the load balancer relies on; see [`HostTableError`] for the rules.
     pub fn validate(&self) -> Result<(), HostTableError> {
         validate::table(self)

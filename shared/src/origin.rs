@@ -66,12 +66,16 @@ impl Origin {
     }
 
     /// Checks `url` as [`Origin::parse`] does, without building the origin: host tables
-    /// validate up to a million addresses.
-    pub(crate) fn check(url: &str) -> Result<(), Error> {
+    /// validate up to a million addresses. `Ok(false)` if `url` is valid but not in normal
+    /// form: the one [`Origin::as_str`] gives (lower-case scheme and host, no trailing `/`).
+    pub(crate) fn check(url: &str) -> Result<bool, Error> {
         if plainly_valid(url) {
-            return Ok(());
+            return Ok(true);
         }
-        split_checked(url).map(|_| ())
+        let (_, authority, prefix) = split_checked(url)?;
+        let scheme = &url[..url.len() - authority.len() - prefix.len()];
+        let lower = |s: &str| !s.bytes().any(|b| b.is_ascii_uppercase());
+        Ok(lower(scheme) && lower(authority) && !prefix.ends_with('/'))
     }
 
     /// The origin's scheme.
@@ -273,13 +277,14 @@ fn is_visible_ascii(b: u8) -> bool {
 #[cfg(test)]
 mod tests;
 
-/// Whether `url` is an origin of the usual shape, checked in one pass: `http(s)://`, a host of
-/// letters, digits, `-`, `_` and single dots (not first), an optional port, an optional path
-/// prefix of visible ASCII without `?` or `#`. `true` only where [`split_checked`] accepts;
-/// `false` leaves the verdict, and the reason of a refusal, to it. Host tables check every
-/// address (a million at most), and the general checks take several passes.
+/// Whether `url` is an origin of the usual shape and in normal form, checked in one pass:
+/// `http(s)://`, a host of lower-case letters, digits, `-`, `_` and single dots (not first),
+/// an optional port, an optional path prefix of visible ASCII without `?` or `#` and not
+/// ending in `/`. `true` only where [`split_checked`] accepts; `false` leaves the verdict, and
+/// the reason of a refusal, to it. Host tables check every address (a million at most), and
+/// the general checks take several passes.
 fn plainly_valid(url: &str) -> bool {
-    plain_rest(url).is_some_and(host_port_path)
+    plain_rest(url).is_some_and(host_port_path) && !url.ends_with('/')
 }
 
 /// What [`scan_plain`] found of a list of URLs.
@@ -312,7 +317,8 @@ pub(crate) fn scan_plain<'a>(urls: impl Iterator<Item = &'a str>, max_len: usize
     let (mut last, mut last_scheme): (&[u8], usize) = (&[], 0);
     let mut ascending = true;
     for url in urls {
-        let Some(rest) = plain_rest(url).filter(|_| url.len() <= max_len) else {
+        let plain = plain_rest(url).filter(|_| url.len() <= max_len && !url.ends_with('/'));
+        let Some(rest) = plain else {
             return Scanned {
                 plain: false,
                 ascending,
@@ -389,17 +395,10 @@ fn plain_rest(url: &str) -> Option<&[u8]> {
     if b.len() > MAX_URL_LEN {
         return None;
     }
-    // Case folded by setting bit 5 of each byte: among all bytes, only `H` and `h` give `h`,
-    // and so on for the other letters of the schemes; one comparison instead of one a byte.
-    const HTTP: u32 = u32::from_le_bytes(*b"http");
-    let http = |a: u8, b: u8, c: u8, d: u8| u32::from_le_bytes([a, b, c, d]) | 0x2020_2020 == HTTP;
+    // Lower case only: the normal form.
     match b {
-        [a, b, c, d, b':', b'/', b'/', rest @ ..] if http(*a, *b, *c, *d) => Some(rest),
-        [a, b, c, d, s, b':', b'/', b'/', rest @ ..]
-            if http(*a, *b, *c, *d) && *s | 0x20 == b's' =>
-        {
-            Some(rest)
-        }
+        [b'h', b't', b't', b'p', b':', b'/', b'/', rest @ ..] => Some(rest),
+        [b'h', b't', b't', b'p', b's', b':', b'/', b'/', rest @ ..] => Some(rest),
         _ => None,
     }
 }
@@ -489,7 +488,8 @@ const PORT_ENDS: [bool; ROWS] = {
 
 const fn next(s: u8, c: u8) -> u8 {
     use state::*;
-    let host_byte = c.is_ascii_alphanumeric() || c == b'-' || c == b'_';
+    // Lower case only: the normal form.
+    let host_byte = c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-' || c == b'_';
     match s {
         START if host_byte => NAMED,
         NAMED | DOTTED => match c {

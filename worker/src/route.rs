@@ -162,8 +162,9 @@ fn outlier_policy(env: &Env) -> Result<OutlierPolicy, String> {
 
 /// Parses and validates a JSON host table from the vars.
 fn static_table(json: &str) -> Result<HostTable, String> {
-    let table: HostTable =
+    let mut table: HostTable =
         serde_json::from_str(json).map_err(|e| format!("{HOST_TABLE}: not a host table: {e}"))?;
+    table.normalize_addresses();
     table.validate().map_err(|e| format!("{HOST_TABLE}: {e}"))?;
     Ok(table)
 }

@@ -103,6 +103,20 @@ fn hosts_are_served_in_address_order() {
     assert_eq!(tables.reload().unwrap(), Reload::Unchanged);
 }
 
+/// Addresses are served in normal form, whatever their spelling in the file; two spellings
+/// of one origin are one address twice, and the file is refused.
+#[test]
+fn addresses_are_served_in_normal_form() {
+    let spelled = TWO_HOSTS.replace("http://127.0.0.1:8082", "HTTP://127.0.0.1:8082/");
+    let file = TempFile::new("normal.toml", &spelled);
+    let tables = file.tables();
+    let served = tables.current().unwrap();
+    assert_eq!(served.table.hosts[1].address, "http://127.0.0.1:8082");
+    file.write(&TWO_HOSTS.replace("http://127.0.0.1:8082", "http://127.0.0.1:8081/"));
+    let refused = format!("{:#}", tables.reload().unwrap_err());
+    assert!(refused.contains("duplicate address"), "{refused}");
+}
+
 #[test]
 fn an_explicit_version_must_move_with_the_content() {
     let file = TempFile::new("explicit.toml", &format!("version = 7\n{TWO_HOSTS}"));

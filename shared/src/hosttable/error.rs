@@ -45,6 +45,23 @@ pub enum HostTableError {
         /// What is wrong with it.
         reason: &'static str,
     },
+    /// A host's address is an origin URL, but not written as [`Origin`](crate::Origin)
+    /// writes it (lower-case scheme and host, no trailing `/`): each origin has one spelling,
+    /// so that two spellings are never two hosts. [`HostTable::normalize_addresses`]
+    /// rewrites them.
+    ///
+    /// [`HostTable::normalize_addresses`]: crate::HostTable::normalize_addresses
+    #[error(
+        "host {index}: address \"{address}\" is not in normal form (lower-case scheme and host, no trailing '/'): \"{normal}\""
+    )]
+    AddressNotNormal {
+        /// Position of the host in the table, from 0.
+        index: usize,
+        /// The address, escaped and cut.
+        address: String,
+        /// The address in normal form, escaped and cut.
+        normal: String,
+    },
     /// Two hosts have the same address.
     #[error("hosts {first} and {index}: duplicate address \"{address}\"")]
     DuplicateAddress {

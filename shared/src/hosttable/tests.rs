@@ -112,6 +112,21 @@ fn each_host_rule_has_its_error() {
             address: "http://10.0.0.1:8080".into(),
         },
     );
+    for (address, normal) in [
+        ("HTTP://10.0.0.9:8080", "http://10.0.0.9:8080"),
+        ("http://Host.Example", "http://host.example"),
+        ("http://10.0.0.9:8080/", "http://10.0.0.9:8080"),
+        ("https://h/api//", "https://h/api"),
+    ] {
+        refused(
+            |t| t.hosts[1].address = address.into(),
+            HostTableError::AddressNotNormal {
+                index: 1,
+                address: address.into(),
+                normal: normal.into(),
+            },
+        );
+    }
     refused(
         |t| t.hosts[1].weight = 0,
         HostTableError::ZeroWeight { index: 1 },
@@ -159,6 +174,36 @@ fn each_host_rule_has_its_error() {
             place: "host 0".into(),
             key: "zone".into(),
         },
+    );
+}
+
+/// Two spellings of one origin are refused, and once written in normal form they are one
+/// address twice.
+#[test]
+fn normalized_addresses_are_one_spelling_an_origin() {
+    let mut table = sample();
+    let first = table.hosts[0].address.clone();
+    table.hosts[1].address = format!("{}/", first.to_ascii_uppercase());
+    assert!(matches!(
+        table.validate(),
+        Err(HostTableError::AddressNotNormal { index: 1, .. })
+    ));
+    table.normalize_addresses();
+    assert_eq!(table.hosts[1].address, first);
+    assert_eq!(
+        table.validate(),
+        Err(HostTableError::DuplicateAddress {
+            first: 0,
+            index: 1,
+            address: first.clone(),
+        })
+    );
+    let mut table = sample();
+    table.hosts[0].address = "ftp://Not.An.Origin/".into();
+    table.normalize_addresses();
+    assert_eq!(
+        table.hosts[0].address, "ftp://Not.An.Origin/",
+        "left for validate"
     );
 }
 

@@ -224,7 +224,13 @@ fn address(index: usize, address: &str) -> Result<(), HostTableError> {
         return Err(invalid("longer than 2048 bytes"));
     }
     match Origin::check(address) {
-        Ok(_) => Ok(()),
+        Ok(true) => Ok(()),
+        // Two spellings of one origin would be two hosts with one origin's traffic twice.
+        Ok(false) => Err(HostTableError::AddressNotNormal {
+            index,
+            address: shown(address),
+            normal: Origin::parse(address).map_or_else(|_| String::new(), |o| shown(o.as_str())),
+        }),
         Err(Error::InvalidOrigin(reason)) => Err(invalid(reason)),
         Err(_) => Err(invalid("unparseable")),
     }

@@ -234,13 +234,23 @@ proptest! {
         }
     }
 
-    /// The one-pass check of plain origins agrees with the general one wherever it answers,
-    /// and answers for every plain origin.
+    /// The one-pass check of plain origins agrees with the general one and the normal form
+    /// (lower-case scheme and host, no trailing `/`) wherever it answers, and answers for
+    /// every plain origin in normal form.
     #[test]
     fn plain_origins_checked_in_one_pass_agree(
         url in "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?",
     ) {
-        prop_assert_eq!(super::plainly_valid(&url), split_checked(&url).is_ok(), "{}", url);
+        let lower = |s: &str| s == s.to_ascii_lowercase();
+        let normal = split_checked(&url).is_ok_and(|(_, authority, prefix)| {
+            let scheme = &url[..url.len() - authority.len() - prefix.len()];
+            lower(scheme) && lower(authority) && !prefix.ends_with('/')
+        });
+        prop_assert_eq!(super::plainly_valid(&url), normal, "{}", url);
+        prop_assert_eq!(Origin::check(&url).ok(), split_checked(&url).ok().map(|_| normal), "{}", url);
+        if let Ok(origin) = Origin::parse(&url) {
+            prop_assert_eq!(origin.as_str() == url, normal, "{}", url);
+        }
     }
 
     /// A scan that resumes from the address before decides as a scan of each from its start,
