@@ -172,6 +172,25 @@ fn batches_publish_versions_readers_in_other_processes_see() {
     );
 }
 
+/// The secret is checked before the body is read: an unauthenticated upload is refused at its
+/// headers, not after up to 16 MiB held in memory (the daemon used to wait for the body).
+#[test]
+fn an_unauthenticated_upload_is_refused_before_its_body() {
+    let setup = Setup::new("unauthenticated");
+    let daemon = setup.start();
+    let mut stream = std::net::TcpStream::connect(daemon.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let head = "PUT /v1/features HTTP/1.1\r\nHost: x\r\nContent-Length: 16000000\r\n\r\n";
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut status = [0u8; 12];
+    stream
+        .read_exact(&mut status)
+        .expect("no answer before the body");
+    assert_eq!(&status, b"HTTP/1.1 401");
+}
+
 #[test]
 fn snapshot_files_are_ingested_or_rejected_with_a_reason() {
     let setup = Setup::new("ingest");

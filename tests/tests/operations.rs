@@ -85,18 +85,22 @@ fn metrics_count_requests_per_endpoint_and_status_class() {
 
 #[test]
 fn a_request_trickling_its_body_is_cut_off_with_408() {
-    let daemon = Daemon::start(&["--set", "server.request_timeout_ms=300"]);
+    let secret = "trickle-secret-0123456789abcdef";
+    let daemon = Daemon::start_with_env(
+        &["--set", "server.request_timeout_ms=300"],
+        &[("EDGEWISED_API_SECRET", secret)],
+    );
     let mut stream = TcpStream::connect(daemon.addr).unwrap();
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
     let started = Instant::now();
-    // Promises 100 bytes, sends 10 and stalls.
-    stream
-        .write_all(
-            b"POST /v1/tokens/redeem HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"token_ty",
-        )
-        .unwrap();
+    // Authenticated (a request without the secret is refused before its body), promises 100
+    // bytes, sends 10 and stalls.
+    let head = format!(
+        "POST /v1/tokens/redeem HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {secret}\r\nContent-Length: 100\r\n\r\n{{\"token_ty"
+    );
+    stream.write_all(head.as_bytes()).unwrap();
     let mut response = Vec::new();
     // The daemon answers and closes the connection: read_to_end returns.
     stream.read_to_end(&mut response).unwrap();

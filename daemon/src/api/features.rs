@@ -12,12 +12,12 @@ use axum::{
     Json,
     body::Bytes,
     extract::{Path, State},
-    http::{HeaderMap, StatusCode},
+    http::StatusCode,
     response::{IntoResponse, Response},
 };
 use serde::{Deserialize, Serialize};
 
-use super::{App, error, refusal};
+use super::{App, error};
 use crate::features::{Change, Delete, Features, PublishError, Upsert};
 
 #[derive(Debug, Deserialize)]
@@ -37,8 +37,8 @@ struct Row<'a> {
     values: Vec<f32>,
 }
 
-pub(super) async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    let features = match store(&app, &headers) {
+pub(super) async fn put(State(app): State<Arc<App>>, body: Bytes) -> Response {
+    let features = match store(&app) {
         Ok(features) => features,
         Err(refused) => return *refused,
     };
@@ -62,10 +62,9 @@ pub(super) async fn put(State(app): State<Arc<App>>, headers: HeaderMap, body: B
 
 pub(super) async fn get(
     State(app): State<Arc<App>>,
-    headers: HeaderMap,
     Path((table, key)): Path<(String, String)>,
 ) -> Response {
-    let features = match store(&app, &headers) {
+    let features = match store(&app) {
         Ok(features) => features,
         Err(refused) => return *refused,
     };
@@ -91,11 +90,8 @@ pub(super) async fn get(
     }
 }
 
-/// The store, once the request is authenticated (a refusal is boxed: it is the cold path).
-fn store<'a>(app: &'a App, headers: &HeaderMap) -> Result<&'a Arc<Features>, Box<Response>> {
-    if let Some(refused) = refusal(app, headers) {
-        return Err(Box::new(refused));
-    }
+/// The store, or the 404 of a daemon without one (boxed: it is the cold path).
+fn store(app: &App) -> Result<&Arc<Features>, Box<Response>> {
     app.features.as_ref().ok_or_else(|| {
         Box::new(error(
             StatusCode::NOT_FOUND,

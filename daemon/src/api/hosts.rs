@@ -20,7 +20,7 @@ use axum::{
 
 use edgewise::HOST_DELTA_MEDIA_TYPE;
 
-use super::{App, error, refusal};
+use super::{App, error};
 use crate::hosts::Published;
 
 /// Media type of the encoded table.
@@ -29,9 +29,6 @@ pub const CONTENT_TYPE: &str = edgewise::HOST_TABLE_MEDIA_TYPE;
 pub const VERSION_HEADER: &str = "x-edgewise-hosts-version";
 
 pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
-    if let Some(refused) = refusal(&app, &headers) {
-        return refused;
-    }
     let Some(current) = app.hosts.current() else {
         return error(StatusCode::NOT_FOUND, "this daemon serves no host table");
     };

@@ -12,12 +12,12 @@ use axum::{
     Json,
     body::Bytes,
     extract::State,
-    http::{HeaderMap, StatusCode},
+    http::StatusCode,
     response::{IntoResponse, Response},
 };
 use serde::{Deserialize, Serialize};
 
-use super::{App, error, refusal};
+use super::{App, error};
 use crate::tokencache::{Outcome, Spend};
 
 #[derive(Debug, Deserialize)]
@@ -34,14 +34,7 @@ struct Redeemed {
     outcome: Outcome,
 }
 
-pub(super) async fn redeem(
-    State(app): State<Arc<App>>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
-    if let Some(refused) = refusal(&app, &headers) {
-        return refused;
-    }
+pub(super) async fn redeem(State(app): State<Arc<App>>, body: Bytes) -> Response {
     let spend = match parse(&body) {
         Ok(spend) => spend,
         Err(why) => return error(StatusCode::BAD_REQUEST, why),
