@@ -232,7 +232,7 @@ start_worker() {
     --inspector-port "$inspector_port" --show-interactive-dev-session=false \
     --var "HOST_TABLE:daemon" --var "HOST_TABLE_REFRESH_MS:1000" \
     --var "ROUTE_ATTRIBUTES:zone=header:x-edgewise-zone, stage=query:stage" \
-    --var "TOKEN_PATHS:/private" --var "ISSUER_NAME:issuer.demo" --var "ISSUER_KEYS:$token_key" \
+    --var "TOKEN_PATHS:/private" --var "ISSUER_NAME:issuer.demo" --var "ISSUER_KEYS:$token_key@$(($(date +%s) + 30 * 86400))" \
     --var "DAEMON_URL:http://127.0.0.1:$daemon_port" --var "DAEMON_SECRET:$secret"
 }
 start_worker

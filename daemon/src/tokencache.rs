@@ -8,6 +8,9 @@
 mod embedded;
 mod memcached;
 
+#[cfg(test)]
+mod tests;
+
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
@@ -48,6 +51,10 @@ pub(crate) enum Fault {
     Connection(String),
     #[error("{0}")]
     Server(String),
+    /// The issuer key expires later than a record may live (`max_ttl_secs`): a record kept
+    /// the longest it may would die before the key, and its token could be spent again.
+    #[error("the issuer key expires after tokens.max_ttl_secs: spend records would die first")]
+    KeyOutlivesRecords,
 }
 
 /// One token to spend.
@@ -88,6 +95,11 @@ struct OutcomeCounters {
 /// Records shorter-lived than this are not worth a round trip to refuse later.
 const MIN_TTL: u64 = 60;
 
+/// How much later than the daemon's clock (and memcached's) the edge's may run: a record
+/// outlives its key's expiry by this, so a token the worker still accepts in the key's last
+/// second (`now <= not_after` there) finds its record.
+const CLOCK_SKEW_SECS: u64 = 300;
+
 impl TokenCache {
     /// Starts the configured backend (memcached if servers are listed, else the embedded store)
     /// and says which one at warn level when it is not production-grade.
@@ -125,19 +137,29 @@ impl TokenCache {
     pub async fn redeem(&self, spend: &Spend) -> Outcome {
         let started = Instant::now();
         let now = unix_now();
-        let expires_at = self.expiry(now, spend.not_after);
-        let decision = match &self.backend {
-            Backend::Memcached(m) => m.spend(&spend.key, now, expires_at).await,
-            Backend::Embedded(e) => e.spend(&spend.key, now, expires_at),
+        let decision = match (self.expiry(now, spend.not_after), &self.backend) {
+            (Err(fault), _) => Err(fault),
+            (Ok(at), Backend::Memcached(m)) => m.spend(&spend.key, now, at).await,
+            (Ok(at), Backend::Embedded(e)) => e.spend(&spend.key, now, at),
         };
         let outcome = self.judge(decision);
         self.counters.latency.observe(started.elapsed());
         outcome
     }
 
-    fn expiry(&self, now: u64, not_after: Option<u64>) -> u64 {
-        let wanted = not_after.unwrap_or(now.saturating_add(self.default_ttl));
-        wanted.clamp(now + MIN_TTL, now.saturating_add(self.max_ttl))
+    /// Until when the record of a token of a key expiring at `not_after` lives: past the
+    /// key's expiry by the clock skew allowed; `default_ttl` for a key without one (a caller
+    /// other than the worker, which requires expiries); refused for a key that would outlive
+    /// the longest-lived record.
+    fn expiry(&self, now: u64, not_after: Option<u64>) -> Result<u64, Fault> {
+        let wanted = match not_after {
+            Some(t) if t > now.saturating_add(self.max_ttl) => {
+                return Err(Fault::KeyOutlivesRecords);
+            }
+            Some(t) => t.saturating_add(CLOCK_SKEW_SECS + 1),
+            None => now.saturating_add(self.default_ttl.min(self.max_ttl)),
+        };
+        Ok(wanted.max(now + MIN_TTL))
     }
 
     fn judge(&self, decision: Result<Decision, Fault>) -> Outcome {

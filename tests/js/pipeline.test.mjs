@@ -32,7 +32,7 @@ before(async () => {
   mf = await startWorker({
     TOKEN_PATHS: "/private",
     ISSUER_NAME: "issuer.test",
-    ISSUER_KEYS: key.token_key,
+    ISSUER_KEYS: `${key.token_key}@${Math.floor(Date.now() / 1000) + 30 * 86400}`,
     DAEMON_URL: daemon.url,
     DAEMON_SECRET: SECRET,
     DAEMON_TIMEOUT_MS: "500",

@@ -9,18 +9,20 @@ import { eventually } from "./support/eventually.mjs";
 import { startMemcached, startDaemon, issuer, issuerKeyFile } from "./support/services.mjs";
 
 const SECRET = "e2e-secret-0123456789abcdef";
-let origin, memcached, daemon, mf, key;
+let origin, memcached, daemon, mf, key, keys;
 
 before(async () => {
   origin = await startOrigin({ label: "tokens" });
   memcached = await startMemcached();
   daemon = await startDaemon({ secret: SECRET, memcached: memcached.addr });
   key = JSON.parse(issuer("key", "--key", issuerKeyFile));
+  // Every key with its expiry: spend records live until it.
+  keys = `${key.token_key}@${Math.floor(Date.now() / 1000) + 30 * 86400}`;
   mf = await startWorker({
     ORIGIN_URL: origin.url,
     TOKEN_PATHS: "/private, /api/v2/",
     ISSUER_NAME: "issuer.test",
-    ISSUER_KEYS: key.token_key,
+    ISSUER_KEYS: keys,
     TOKEN_MAX_AGE: "600",
     DAEMON_URL: daemon.url,
     DAEMON_SECRET: SECRET,
@@ -192,7 +194,7 @@ test("a wrong daemon secret fails closed", async () => {
     ORIGIN_URL: origin.url,
     TOKEN_PATHS: "/",
     ISSUER_NAME: "issuer.test",
-    ISSUER_KEYS: key.token_key,
+    ISSUER_KEYS: keys,
     DAEMON_URL: daemon.url,
     DAEMON_SECRET: "not-the-secret-0123456789",
   });
@@ -213,9 +215,10 @@ test("misconfigured token settings make every request a 500", async () => {
   for (const bad of [
     { TOKEN_PATHS: "/x" },
     { TOKEN_PATHS: "/x", ISSUER_NAME: "i", ISSUER_KEYS: "not-a-key", DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
-    { TOKEN_PATHS: "x", ISSUER_NAME: "i", ISSUER_KEYS: key.token_key, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
-    { TOKEN_PATHS: "/a%2fb", ISSUER_NAME: "i", ISSUER_KEYS: key.token_key, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
-    { TOKEN_PATHS: "/a//b", ISSUER_NAME: "i", ISSUER_KEYS: key.token_key, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
+    { TOKEN_PATHS: "/x", ISSUER_NAME: "i", ISSUER_KEYS: key.token_key, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
+    { TOKEN_PATHS: "x", ISSUER_NAME: "i", ISSUER_KEYS: keys, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
+    { TOKEN_PATHS: "/a%2fb", ISSUER_NAME: "i", ISSUER_KEYS: keys, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
+    { TOKEN_PATHS: "/a//b", ISSUER_NAME: "i", ISSUER_KEYS: keys, DAEMON_URL: daemon.url, DAEMON_SECRET: SECRET },
   ]) {
     const w = await startWorker({ ORIGIN_URL: origin.url, ...bad });
     try {

@@ -189,7 +189,12 @@ fn malformed_redemptions_get_clear_400s() {
     }
     let huge = format!(r#"{{"pad":"{}"}}"#, "x".repeat(10_000));
     assert_eq!(redeem(&daemon, &huge).0, 413);
-    assert_eq!(http(daemon.addr, "GET", "/v1/tokens/redeem").0, 405);
+    let auth = format!("Bearer {SECRET}");
+    let authorized = [("Authorization", auth.as_str())];
+    let get = http_request(daemon.addr, "GET", "/v1/tokens/redeem", &authorized, b"");
+    assert_eq!(get.0, 405);
+    // Without the secret, a /v1 route answers 401 whatever the method (checked first).
+    assert_eq!(http(daemon.addr, "GET", "/v1/tokens/redeem").0, 401);
     assert_eq!(http(daemon.addr, "POST", "/v1/tokens/nope").0, 404);
 }
 

@@ -194,23 +194,25 @@ fn items(list: &str) -> impl Iterator<Item = &str> {
         .filter(|item| !item.is_empty())
 }
 
-/// Issuer keys: base64url SPKI, each optionally followed by `@<not-after unix seconds>`, in
-/// the order listed.
+/// Issuer keys: base64url SPKI, each followed by `@<not-after unix seconds>`, in the order
+/// listed. The expiry is required: a token is spent once only while its spend record lives,
+/// and records live until their key expires (a key without one gave its records the daemon's
+/// default of 7 days, after which each token could be spent again).
 fn keys(list: &str) -> Result<Verifier, String> {
     let mut verifier = Verifier::new();
     for entry in items(list) {
-        let (key, not_after) = match entry.split_once('@') {
-            Some((key, at)) => {
-                let at = at
-                    .parse::<u64>()
-                    .map_err(|_| format!("{ISSUER_KEYS}: bad expiry {at:?}"))?;
-                (key, Some(at))
-            }
-            None => (entry, None),
+        let Some((key, at)) = entry.split_once('@') else {
+            return Err(format!(
+                "{ISSUER_KEYS}: a key without \"@<unix seconds>\", its expiry (spend records \
+                 must outlive every token the key signed)"
+            ));
         };
+        let at = at
+            .parse::<u64>()
+            .map_err(|_| format!("{ISSUER_KEYS}: bad expiry {at:?}"))?;
         let key =
             IssuerKey::from_base64(key.as_bytes()).map_err(|e| format!("{ISSUER_KEYS}: {e}"))?;
-        verifier.add_key(key, not_after);
+        verifier.add_key(key, Some(at));
     }
     Ok(verifier)
 }

@@ -15,15 +15,20 @@ const RELATIVE_EXPIRY_LIMIT: u64 = 30 * 24 * 3600;
 /// Longest reply line we accept; real ones are a few dozen bytes.
 pub(crate) const MAX_LINE: usize = 1024;
 
-/// The `T` value for a record that must live until `expires_at` (Unix seconds).
+/// Latest absolute expiry memcached stores: it reads `T` as a signed 32-bit number, and
+/// takes 2^31 or more for a time long past (`HD`, and the record is gone at once).
+const LATEST_EXPIRY: u64 = i32::MAX as u64;
+
+/// The `T` value for a record that must live until `expires_at` (Unix seconds): relative up
+/// to 30 days, else absolute, at the latest [`LATEST_EXPIRY`] (January 2038).
 pub(crate) fn exptime(now: u64, expires_at: u64) -> u32 {
     let ttl = expires_at.saturating_sub(now).max(1);
     let value = if ttl <= RELATIVE_EXPIRY_LIMIT {
         ttl
     } else {
-        now.saturating_add(ttl)
+        now.saturating_add(ttl).min(LATEST_EXPIRY)
     };
-    u32::try_from(value).unwrap_or(u32::MAX)
+    u32::try_from(value).unwrap_or(LATEST_EXPIRY as u32)
 }
 
 /// Appends one spend command for `key` (already prefixed, hex-safe) to `out`.
