@@ -104,6 +104,10 @@ async fn routed(
                 Some(response),
             )
         }
+        // A fetch also fails when the connection breaks after the origin took the request:
+        // only a request that may be repeated goes to a second host (a POST did, and was
+        // carried out twice).
+        Err(failure) if !idempotent(hop.req) => return Err(failure),
         Err(failure) => (failure, None),
     };
     let again = resend.request(hop.req);
@@ -186,6 +190,16 @@ fn declared_too_large(req: &Request) -> bool {
     length
         .and_then(|l| l.trim().parse::<u64>().ok())
         .is_some_and(|l| l > RETRY_BODY_LIMIT)
+}
+
+/// Whether `req`'s method is idempotent (RFC 9110 section 9.2.2): sent twice, it does what it
+/// does once. By the method's text: `worker::Method` reads methods it does not know as GET.
+fn idempotent(req: &Request) -> bool {
+    let method = req.inner().method();
+    matches!(
+        method.as_str(),
+        "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
+    )
 }
 
 /// Whether `status` is Cloudflare's answer for an origin it did not send the request to: 521
