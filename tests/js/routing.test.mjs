@@ -369,6 +369,10 @@ async function daemonServing(table) {
   return { daemon, proxy, write };
 }
 
+// A worker routing by the table `proxy` serves, checked on every request unless `vars` say.
+const fromDaemon = (proxy, vars) =>
+  worker({ HOST_TABLE: "daemon", HOST_TABLE_REFRESH_MS: "0", DAEMON_URL: proxy.url, DAEMON_SECRET: SECRET, ...vars });
+
 async function deltasServed(daemonUrl) {
   const metrics = await (await fetch(`${daemonUrl}/metrics`)).text();
   return Number(/^edgewise_hosts_deltas_served_total (\d+)$/m.exec(metrics)?.[1]);
@@ -376,13 +380,7 @@ async function deltasServed(daemonUrl) {
 
 test("the daemon's table: fetched, updated at runtime by deltas, kept when malformed or unreachable", async () => {
   const { daemon, proxy, write } = await daemonServing(tomlTable("b1"));
-  const mf = await worker({
-    HOST_TABLE: "daemon",
-    HOST_TABLE_REFRESH_MS: "0",
-    DAEMON_URL: proxy.url,
-    DAEMON_SECRET: SECRET,
-    DAEMON_TIMEOUT_MS: "500",
-  });
+  const mf = await fromDaemon(proxy, { DAEMON_TIMEOUT_MS: "500" });
   const zoneB = { headers: { "x-edgewise-zone": "b" } };
   assert.deepEqual(only(await labels(mf, 4, zoneB)), ["b1"]);
 
@@ -430,24 +428,13 @@ test("the daemon's table: fetched, updated at runtime by deltas, kept when malfo
   assert.deepEqual(only(await labels(mf, 4, zoneB)), ["c1"]);
 
   // A worker that never had a table cannot route: 503.
-  const fresh = await worker({
-    HOST_TABLE: "daemon",
-    DAEMON_URL: proxy.url,
-    DAEMON_SECRET: SECRET,
-    DAEMON_TIMEOUT_MS: "300",
-  });
+  const fresh = await fromDaemon(proxy, { HOST_TABLE_REFRESH_MS: "5000", DAEMON_TIMEOUT_MS: "300" });
   assert.deepEqual(only(await labels(fresh, 2, zoneB)), [503]);
 });
 
 test("a daemon stalling in the body costs a request the deadline, and checks go on after", async () => {
-  const { daemon, proxy, write } = await daemonServing(tomlTable("b1"));
-  const mf = await worker({
-    HOST_TABLE: "daemon",
-    HOST_TABLE_REFRESH_MS: "0",
-    DAEMON_URL: proxy.url,
-    DAEMON_SECRET: SECRET,
-    DAEMON_TIMEOUT_MS: "300",
-  });
+  const { proxy, write } = await daemonServing(tomlTable("b1"));
+  const mf = await fromDaemon(proxy, { DAEMON_TIMEOUT_MS: "300" });
   const zoneB = { headers: { "x-edgewise-zone": "b" } };
   assert.deepEqual(only(await labels(mf, 2, zoneB)), ["b1"]);
 
@@ -471,13 +458,7 @@ test("a daemon stalling in the body costs a request the deadline, and checks go 
 
 test("concurrent first requests of an isolate wait for one fetch of the daemon's table", async () => {
   const { proxy } = await daemonServing(tomlTable("b1"));
-  const mf = await worker({
-    HOST_TABLE: "daemon",
-    HOST_TABLE_REFRESH_MS: "60000",
-    DAEMON_URL: proxy.url,
-    DAEMON_SECRET: SECRET,
-    DAEMON_TIMEOUT_MS: "2000",
-  });
+  const mf = await fromDaemon(proxy, { HOST_TABLE_REFRESH_MS: "60000", DAEMON_TIMEOUT_MS: "2000" });
   const zoneB = { headers: { "x-edgewise-zone": "b" } };
   const seen = await Promise.all(Array.from({ length: 8 }, () => labels(mf, 1, zoneB)));
   assert.deepEqual(only(seen.flat()), ["b1"]);
