@@ -110,8 +110,12 @@ async fn routed(
         Err(failure) if !idempotent(hop.req) => return Err(failure),
         Err(failure) => (failure, None),
     };
-    let again = resend.request(hop.req);
-    let Some((second, again)) = routing.retry(&first).zip(again) else {
+    // The second host is picked only for a request that can be sent again: a pick takes a
+    // turn (round robin) and counts a request in flight.
+    let second = resend
+        .request(hop.req)
+        .and_then(|again| Some((routing.retry(&first)?, again)));
+    let Some((second, again)) = second else {
         // No other host, or a body not kept: Cloudflare's own answer says more than a 502.
         return answer.ok_or(failure);
     };
@@ -151,7 +155,7 @@ enum Resend {
     Same,
     /// A copy whose body is a tee of the request's.
     Teed(Request),
-    /// Nothing: its body is declared too large to keep.
+    /// Nothing: its body is of unknown length or declared too large to keep.
     Never,
 }
 
@@ -160,7 +164,7 @@ impl Resend {
         if req.inner().body().is_none() {
             return Ok(Resend::Same);
         }
-        if declared_too_large(req) {
+        if !declared_within_limit(req) {
             return Ok(Resend::Never);
         }
         let copy = req.clone().map_err(|e| Failure::Internal(e.to_string()))?;
@@ -180,16 +184,15 @@ impl Resend {
 /// a tee of the body stream: until the first try ends, the runtime holds in memory what that
 /// try has read and the copy has not, up to the whole body, and a few concurrent large
 /// uploads would fill the isolate's memory. A body of unknown length (chunked, or HTTP/2
-/// without the header) is still teed: most such requests are small, and refusing their
-/// retries would drop them on every dead host.
+/// without the header) is not teed either: it may be as large as the client likes.
 const RETRY_BODY_LIMIT: u64 = 1 << 20;
 
-/// Whether `req` declares a body longer than [`RETRY_BODY_LIMIT`].
-fn declared_too_large(req: &Request) -> bool {
+/// Whether `req` declares the length of its body, at most [`RETRY_BODY_LIMIT`].
+fn declared_within_limit(req: &Request) -> bool {
     let length = req.headers().get("content-length").ok().flatten();
     length
         .and_then(|l| l.trim().parse::<u64>().ok())
-        .is_some_and(|l| l > RETRY_BODY_LIMIT)
+        .is_some_and(|l| l <= RETRY_BODY_LIMIT)
 }
 
 /// Whether `req`'s method is idempotent (RFC 9110 section 9.2.2): sent twice, it does what it
