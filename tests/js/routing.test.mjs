@@ -242,6 +242,22 @@ test("a 52x for an origin not reached is retried on another host; one it may hav
   // 524: the origin was reached and may have acted; passed through, not sent twice.
   const e = await labels(mf, 6, { headers: { "x-edgewise-zone": "e" } });
   assert.deepEqual(only(e.map(String)), ["524", "b1"], `${e}`);
+  // A POST is not sent twice, even after a 522 (an origin may answer one of its own): the
+  // one that goes to the 522 host first gets its answer. (Ejection off: both keep turns.)
+  const keep = await worker({ HOST_TABLE: JSON.stringify(routed), OUTLIER_FAILURES: "0" });
+  const before = refused.seen.count;
+  const posted = [];
+  for (let i = 0; i < 2; i++) {
+    const res = await keep.dispatchFetch("http://edge.test/echo", {
+      method: "POST",
+      body: "once",
+      headers: { "x-edgewise-zone": "d", "content-length": "4" },
+    });
+    posted.push(res.status);
+    await res.arrayBuffer();
+  }
+  assert.deepEqual(posted.sort(), [200, 522]);
+  assert.equal(refused.seen.count, before + 1);
   // The only host of a subset answers 522: its answer is passed on (nothing to retry on).
   routed.hosts = routed.hosts.filter((h) => h.address !== origins.c1.url);
   const lonely = await worker({ HOST_TABLE: JSON.stringify(routed) });

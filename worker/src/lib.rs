@@ -104,12 +104,14 @@ async fn routed(
                 Some(response),
             )
         }
-        // A fetch also fails when the connection breaks after the origin took the request:
-        // only a request that may be repeated goes to a second host (a POST did, and was
-        // carried out twice).
-        Err(failure) if !idempotent(hop.req) => return Err(failure),
         Err(failure) => (failure, None),
     };
+    // Only a request that may be repeated goes to a second host: a fetch also fails when the
+    // connection breaks after the origin took the request, and an origin may answer a 52x of
+    // its own (a POST was carried out on two origins).
+    if !idempotent(hop.req) {
+        return answer.ok_or(failure);
+    }
     // The second host is picked only for a request that can be sent again: a pick takes a
     // turn (round robin) and counts a request in flight.
     let second = resend
