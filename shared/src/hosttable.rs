@@ -213,10 +213,15 @@ impl HostTable {
     /// writes it: lower-case scheme and host, no trailing `/`. [`HostTable::validate`] refuses
     /// any other spelling; the daemon's file and the worker's var are read through this first.
     pub fn normalize_addresses(&mut self) {
-        for host in &mut self.hosts {
-            if let Ok(origin) = crate::Origin::parse(&host.address)
-                && origin.as_str() != host.address
-            {
+        // Checked first in one pass without allocating: most addresses are written normally,
+        // and a parse builds a `String` for each of up to a million.
+        let spelled_otherwise = |a: &str| crate::Origin::check(a) == Ok(false);
+        for host in self
+            .hosts
+            .iter_mut()
+            .filter(|h| spelled_otherwise(&h.address))
+        {
+            if let Ok(origin) = crate::Origin::parse(&host.address) {
                 host.address = origin.as_str().into();
             }
         }

@@ -106,19 +106,14 @@ async fn routed(
         }
         Err(failure) => (failure, None),
     };
-    // Only a request that may be repeated goes to a second host: a fetch also fails when the
-    // connection breaks after the origin took the request, and an origin may answer a 52x of
-    // its own (a POST was carried out on two origins).
-    if !idempotent(hop.req) {
-        return answer.ok_or(failure);
-    }
     // The second host is picked only for a request that can be sent again: a pick takes a
     // turn (round robin) and counts a request in flight.
     let second = resend
         .request(hop.req)
         .and_then(|again| Some((routing.retry(&first)?, again)));
     let Some((second, again)) = second else {
-        // No other host, or a body not kept: Cloudflare's own answer says more than a 502.
+        // No other host, or a request not to repeat: Cloudflare's own answer says more than
+        // a 502.
         return answer.ok_or(failure);
     };
     console_error!(
@@ -157,12 +152,20 @@ enum Resend {
     Same,
     /// A copy whose body is a tee of the request's.
     Teed(Request),
-    /// Nothing: its body is of unknown length or declared too large to keep.
+    /// Nothing: the request may not be repeated, or its body is of unknown length or
+    /// declared too large to keep.
     Never,
 }
 
 impl Resend {
     fn of(req: &Request) -> std::result::Result<Resend, Failure> {
+        // Only a request that may be repeated goes to a second host: a fetch also fails when
+        // the connection breaks after the origin took the request, and an origin may answer
+        // a 52x of its own (a POST was carried out on two origins). Decided here, before a
+        // body is teed for a retry that would never be sent.
+        if !idempotent(req) {
+            return Ok(Resend::Never);
+        }
         if req.inner().body().is_none() {
             return Ok(Resend::Same);
         }
