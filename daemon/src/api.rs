@@ -51,6 +51,8 @@ pub struct App {
     traffic: envelope::Traffic,
     /// Set once shutdown began: `/readyz` turns 503 so balancers stop sending.
     draining: AtomicBool,
+    /// `/readyz`'s shared rounds of dependency checks.
+    rounds: ready::Rounds,
 }
 
 impl App {
@@ -69,6 +71,7 @@ impl App {
             max_put_bytes: config.features.max_put_bytes,
             traffic: envelope::Traffic::new(config.request_timeout()),
             draining: AtomicBool::new(false),
+            rounds: ready::Rounds::default(),
         })
     }
 
@@ -92,6 +95,7 @@ impl App {
             max_put_bytes: 0,
             traffic: envelope::Traffic::new(DEFAULT_TIMEOUT),
             draining: AtomicBool::new(false),
+            rounds: ready::Rounds::default(),
         }
     }
 }

@@ -2,6 +2,7 @@
 //! owned by one test and stopped by pid when dropped.
 
 use std::{
+    io::{Read, Write},
     net::{TcpListener, TcpStream},
     path::PathBuf,
     process::{Child, Command, Stdio},
@@ -107,6 +108,26 @@ impl Memcached {
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();
+    }
+
+    /// The server's own `STAT name` counter (e.g. `total_connections`), read on a connection of
+    /// its own (which memcached counts before it answers).
+    pub fn stat(&self, name: &str) -> u64 {
+        let mut stream = TcpStream::connect(self.addr()).expect("connecting for stats");
+        stream.write_all(b"stats\r\n").expect("sending stats");
+        let mut reply = Vec::new();
+        while !reply.ends_with(b"END\r\n") {
+            let mut chunk = [0; 4096];
+            let n = stream.read(&mut chunk).expect("reading stats");
+            assert!(n > 0, "memcached closed the stats connection");
+            reply.extend_from_slice(&chunk[..n]);
+        }
+        let reply = String::from_utf8_lossy(&reply);
+        let line = format!("STAT {name} ");
+        reply
+            .lines()
+            .find_map(|l| l.strip_prefix(&line)?.parse().ok())
+            .unwrap_or_else(|| panic!("no STAT {name} in {reply}"))
     }
 
     /// Sends `signal` by name (e.g. "STOP", "CONT").

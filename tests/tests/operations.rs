@@ -33,7 +33,7 @@ fn readyz_reports_each_dependency_and_follows_memcached() {
     }
 
     memcached.kill();
-    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    let (status, body) = readyz_until(&daemon, 503);
     assert_eq!(status, 503, "{body}");
     assert!(body.contains(r#""status":"not ready""#), "{body}");
     assert!(body.contains(r#""tokens":{"ok":false"#), "{body}");
@@ -42,8 +42,44 @@ fn readyz_reports_each_dependency_and_follows_memcached() {
     assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
 
     memcached.restart();
-    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    let (status, body) = readyz_until(&daemon, 200);
     assert_eq!(status, 200, "{body}");
+}
+
+/// `/readyz` polled until it answers `status` (it reuses a round of checks for a second), or
+/// its last answer after five seconds.
+fn readyz_until(daemon: &Daemon, status: u16) -> (u16, String) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let answer = http(daemon.addr, "GET", "/readyz");
+        if answer.0 == status || Instant::now() > deadline {
+            return answer;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn readyz_probes_share_their_memcached_checks() {
+    let memcached = Memcached::start(&[]);
+    let daemon = Daemon::start(&["--memcached", &memcached.addr()]);
+    assert_eq!(http(daemon.addr, "GET", "/readyz").0, 200);
+    // Past that round's reuse: the probes below need a new one, and start it together.
+    std::thread::sleep(Duration::from_millis(1100));
+    let before = memcached.stat("total_connections");
+    let probes: Vec<_> = (0..64)
+        .map(|_| std::thread::spawn(move || http(daemon.addr, "GET", "/readyz").0))
+        .collect();
+    for probe in probes {
+        assert_eq!(probe.join().unwrap(), 200);
+    }
+    // Each round of checks opens one connection; the stats poller may open one more, and this
+    // read is counted too. Each probe opened its own before: 64 more.
+    let opened = memcached.stat("total_connections") - before;
+    assert!(
+        opened <= 4,
+        "64 probes opened {opened} connections to memcached"
+    );
 }
 
 #[test]
