@@ -184,6 +184,7 @@ impl Server {
             io_timeout: config.timeout(),
             max_batch: config.max_batch.max(1),
             queue: Arc::new(Mutex::new(receiver)),
+            client: queue.downgrade(),
             counters: Arc::default(),
             workspaces: Arc::clone(workspaces),
         });

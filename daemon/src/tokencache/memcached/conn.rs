@@ -51,6 +51,9 @@ pub(crate) struct Link {
     pub(crate) io_timeout: Duration,
     pub(crate) max_batch: usize,
     pub(crate) queue: Queue,
+    /// Whether the client still sends: its queue is seen closed only by a connection that
+    /// reads it, and one that cannot connect never does.
+    pub(crate) client: mpsc::WeakSender<Job>,
     pub(crate) counters: Arc<ServerCounters>,
     pub(crate) workspaces: Arc<WorkspacePool>,
 }
@@ -58,7 +61,7 @@ pub(crate) struct Link {
 /// Keeps one connection to `link.addr` alive until the queue closes, reconnecting with backoff.
 pub(crate) async fn run(link: Arc<Link>) {
     let mut backoff = Backoff::default();
-    loop {
+    while link.client.strong_count() > 0 {
         match connect(&link).await {
             Ok(stream) => {
                 backoff.reset();

@@ -47,3 +47,30 @@ fn two_concurrent_redemptions_never_both_win() {
         }
     }
 }
+
+/// A client of a server that never answers lets go of it once dropped: its connection tasks
+/// retried connecting every 250 ms for as long as the process lived.
+#[tokio::test]
+async fn a_dropped_client_stops_reconnecting() {
+    let unused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = unused.local_addr().unwrap().to_string();
+    drop(unused);
+    let config = MemcachedConfig {
+        servers: vec![addr],
+        timeout_ms: 20,
+        ..MemcachedConfig::default()
+    };
+    let client = Memcached::start(&config, "t:", &WorkspaceSettings::default()).unwrap();
+    let link = Arc::downgrade(&client.servers[0].link);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    drop(client);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while link.strong_count() > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{} tasks still hold the dropped client's server",
+            link.strong_count()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}

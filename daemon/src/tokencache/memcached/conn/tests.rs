@@ -110,6 +110,7 @@ fn link(max_batch: usize) -> (Arc<Link>, mpsc::Sender<Job>) {
         io_timeout: Duration::from_millis(50),
         max_batch,
         queue: Arc::new(Mutex::new(receiver)),
+        client: sender.downgrade(),
         counters: Arc::default(),
         workspaces: WorkspacePool::new(
             "test",
