@@ -210,8 +210,9 @@ impl HostTable {
     }
 
     /// Writes each address that is an origin URL in normal form, as [`Origin`](crate::Origin)
-    /// writes it: lower-case scheme and host, no trailing `/`. [`HostTable::validate`] refuses
-    /// any other spelling; the daemon's file and the worker's var are read through this first.
+    /// writes it: lower-case scheme and host, a port without leading zeros and not the
+    /// scheme's default, no trailing `/`. [`HostTable::validate`] refuses any other spelling;
+    /// the daemon's file and the worker's var are read through this first.
     pub fn normalize_addresses(&mut self) {
         // Checked first in one pass without allocating: most addresses are written normally,
         // and a parse builds a `String` for each of up to a million.

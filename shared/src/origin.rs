@@ -30,6 +30,14 @@ impl Scheme {
             Scheme::Https => "https",
         }
     }
+
+    /// The port a URL of this scheme means when it names none.
+    pub fn default_port(self) -> &'static str {
+        match self {
+            Scheme::Http => "80",
+            Scheme::Https => "443",
+        }
+    }
 }
 
 /// A validated origin base URL.
@@ -45,17 +53,25 @@ pub struct Origin {
 impl Origin {
     /// Parses and validates an origin base URL.
     ///
-    /// Scheme and host are case-normalised; a trailing `/` on the prefix is dropped. Userinfo,
-    /// queries and fragments are refused.
+    /// Scheme and host are case-normalised, a port's leading zeros and the scheme's default
+    /// port dropped, and so is a trailing `/` on the prefix. Userinfo, queries and fragments
+    /// are refused.
     pub fn parse(url: &str) -> Result<Origin, Error> {
         let (scheme, authority, prefix) = split_checked(url)?;
         let prefix = prefix.trim_end_matches('/');
+        let (host, port) = split_port(authority)?;
 
         let mut base = String::with_capacity(url.len());
         base.push_str(scheme.as_str());
         base.push_str("://");
         let start = base.len();
-        base.extend(authority.chars().map(|c| c.to_ascii_lowercase()));
+        base.extend(host.chars().map(|c| c.to_ascii_lowercase()));
+        // `check_port` let only 1-65535 through: something is left of it.
+        let port = port.map(|p| p.trim_start_matches('0'));
+        if let Some(port) = port.filter(|&p| p != scheme.default_port()) {
+            base.push(':');
+            base.push_str(port);
+        }
         let end = base.len();
         base.push_str(prefix);
         Ok(Origin {
@@ -67,15 +83,18 @@ impl Origin {
 
     /// Checks `url` as [`Origin::parse`] does, without building the origin: host tables
     /// validate up to a million addresses. `Ok(false)` if `url` is valid but not in normal
-    /// form: the one [`Origin::as_str`] gives (lower-case scheme and host, no trailing `/`).
+    /// form: the one [`Origin::as_str`] gives (lower-case scheme and host, a port without
+    /// leading zeros and not the scheme's default, no trailing `/`).
     pub(crate) fn check(url: &str) -> Result<bool, Error> {
         if plainly_valid(url) {
             return Ok(true);
         }
-        let (_, authority, prefix) = split_checked(url)?;
-        let scheme = &url[..url.len() - authority.len() - prefix.len()];
+        let (scheme, authority, prefix) = split_checked(url)?;
+        let name = &url[..url.len() - authority.len() - prefix.len()];
         let lower = |s: &str| !s.bytes().any(|b| b.is_ascii_uppercase());
-        Ok(lower(scheme) && lower(authority) && !prefix.ends_with('/'))
+        let (_, port) = split_port(authority)?;
+        let port_normal = port.is_none_or(|p| !p.starts_with('0') && p != scheme.default_port());
+        Ok(lower(name) && lower(authority) && port_normal && !prefix.ends_with('/'))
     }
 
     /// The origin's scheme.
@@ -279,7 +298,8 @@ mod tests;
 
 /// Whether `url` is an origin of the usual shape and in normal form, checked in one pass:
 /// `http(s)://`, a host of lower-case letters, digits, `-`, `_` and single dots (not first),
-/// an optional port, an optional path prefix of visible ASCII without `?` or `#` and not
+/// an optional port without leading zeros and neither 80 nor 443 (either scheme's default:
+/// a port the scan cannot place, left to the general check), an optional path prefix of visible ASCII without `?` or `#` and not
 /// ending in `/`. `true` only where [`split_checked`] accepts; `false` leaves the verdict, and
 /// the reason of a refusal, to it. Host tables check every address (a million at most), and
 /// the general checks take several passes.
@@ -418,17 +438,21 @@ mod state {
     pub const COLON: u8 = 3;
     pub const PATH: u8 = 4;
     pub const FAIL: u8 = 5;
-    /// After `k` (1 to 4) digits of a port, `PORT + 4 * (k - 1) + c`: `c` is [`ZERO`] while
-    /// they are all zeros, else how they compare with the first `k` digits of 65535.
+    /// After `k` (1 to 4) digits of a port, the first not 0, `PORT + 3 * (k - 1) + c`: `c`
+    /// says how they compare with the first `k` digits of 65535.
     pub const PORT: u8 = 6;
-    pub const ZERO: u8 = 0;
-    pub const BELOW: u8 = 1;
-    pub const EQUAL: u8 = 2;
-    pub const ABOVE: u8 = 3;
-    /// After five zeros: port 0.
-    pub const FIVE_ZEROS: u8 = 22;
-    /// After five digits of a port 1-65535.
-    pub const FIVE: u8 = 23;
+    pub const BELOW: u8 = 0;
+    pub const EQUAL: u8 = 1;
+    pub const ABOVE: u8 = 2;
+    /// After five digits of a port 10000-65535.
+    pub const FIVE: u8 = 18;
+    /// After the digits of a prefix of a default port, 80 or 443 (`P80`, `P443`: the whole
+    /// of one); otherwise as the port state [`super::generic`] gives.
+    pub const P8: u8 = 19;
+    pub const P80: u8 = 20;
+    pub const P4: u8 = 21;
+    pub const P44: u8 = 22;
+    pub const P443: u8 = 23;
     /// States are below this.
     pub const COUNT: u8 = 24;
 }
@@ -465,26 +489,24 @@ const STEP: [u16; ROWS * 256] = {
     table
 };
 
-/// Whether the scan may end in each state: a host, a port 1-65535, a path.
+/// Whether the scan may end in each state: a host, a port 1-65535 but 80 and 443, a path.
 const ACCEPTS: [bool; ROWS] = {
-    let mut accepts = PORT_ENDS;
+    let mut accepts = [false; ROWS];
+    let mut s = state::PORT;
+    while s <= state::P443 {
+        accepts[s as usize] = ends_port(s);
+        s += 1;
+    }
     accepts[state::NAMED as usize] = true;
     accepts[state::DOTTED as usize] = true;
     accepts[state::PATH as usize] = true;
     accepts
 };
 
-/// The port states that end a port: at least one digit, not 0.
-const PORT_ENDS: [bool; ROWS] = {
-    let mut ends = [false; ROWS];
-    let mut s = state::PORT;
-    while s < state::FIVE_ZEROS {
-        ends[s as usize] = (s - state::PORT) % 4 != state::ZERO;
-        s += 1;
-    }
-    ends[state::FIVE as usize] = true;
-    ends
-};
+/// Whether the port may end in state `s` (a port state): anywhere but after 80 or 443.
+const fn ends_port(s: u8) -> bool {
+    !matches!(s, state::P80 | state::P443)
+}
 
 const fn next(s: u8, c: u8) -> u8 {
     use state::*;
@@ -499,48 +521,71 @@ const fn next(s: u8, c: u8) -> u8 {
             b'/' => PATH,
             _ => FAIL,
         },
-        COLON if c.is_ascii_digit() => port_digit(0, ZERO, c - b'0'),
-        PORT..FIVE_ZEROS if c.is_ascii_digit() => {
-            port_digit((s - PORT) / 4 + 1, (s - PORT) % 4, c - b'0')
-        }
-        PORT..=FIVE if c == b'/' && PORT_ENDS[s as usize] => PATH,
+        COLON => match c {
+            b'8' => P8,
+            b'4' => P4,
+            // A leading zero is not the normal form (nor is port 0 valid).
+            b'1'..=b'9' => port_after(COLON, c - b'0'),
+            _ => FAIL,
+        },
+        P8 if c == b'0' => P80,
+        P4 if c == b'4' => P44,
+        P44 if c == b'3' => P443,
+        P8..=P443 if c == b'/' => match ends_port(s) {
+            true => PATH,
+            false => FAIL,
+        },
+        P8..=P443 => next(generic(s), c),
+        PORT..FIVE if c.is_ascii_digit() => port_after(s, c - b'0'),
+        PORT..=FIVE if c == b'/' => PATH,
         PATH if matches!(c, 0x21..=0x7e) && c != b'?' && c != b'#' => PATH,
         _ => FAIL,
     }
 }
 
-/// The state after digit `d` of a port whose `k` digits so far (0 to 4) compare as `cmp`
-/// (see [`state::PORT`]) with 65535's first `k`.
-const fn port_digit(k: u8, cmp: u8, d: u8) -> u8 {
+/// The port state after digit `d`, from `COLON` or port state `s`.
+const fn port_after(s: u8, d: u8) -> u8 {
     use state::*;
     const MAX: [u8; 5] = *b"65535";
+    let (k, cmp) = match s {
+        // No digits yet, equal to none of 65535's.
+        COLON => (0, EQUAL),
+        _ => ((s - PORT) / 3 + 1, (s - PORT) % 3),
+    };
     let limit = MAX[k as usize] - b'0';
     let cmp = match cmp {
-        // Digits so far all zero: the value is `d`, fewer digits than 65535's prefix has
-        // unless `k` is 0.
-        ZERO if d == 0 => ZERO,
-        ZERO if k > 0 => BELOW,
-        ZERO | EQUAL if d < limit => BELOW,
-        ZERO | EQUAL if d == limit => EQUAL,
-        ZERO | EQUAL => ABOVE,
+        EQUAL if d < limit => BELOW,
+        EQUAL if d > limit => ABOVE,
         other => other,
     };
     match k {
-        0..=3 => PORT + 4 * k + cmp,
+        0..=3 => PORT + 3 * k + cmp,
         // The fifth digit: 65535 at most.
         _ => match cmp {
-            ZERO => FIVE_ZEROS,
             BELOW | EQUAL => FIVE,
             _ => FAIL,
         },
     }
 }
 
+/// The port state of the digits a default port's prefix state stands for.
+const fn generic(s: u8) -> u8 {
+    use state::*;
+    match s {
+        P8 => port_after(COLON, 8),
+        P80 => port_after(generic(P8), 0),
+        P4 => port_after(COLON, 4),
+        P44 => port_after(generic(P4), 4),
+        P443 => port_after(generic(P44), 3),
+        _ => s,
+    }
+}
+
 /// Whether the bytes after `scheme://` are a host of letters, digits, `-`, `_` and single
-/// dots (not first), an optional port 1-65535 of at most five digits, and an optional path of
-/// visible ASCII without `?` or `#`. One table step per byte, with no branch on the bytes:
-/// addresses differ in where their dots, port and path fall, and a scan part by part
-/// mispredicted about four branches per address.
+/// dots (not first), an optional port 1-65535 but 80 and 443, without leading zeros, and an
+/// optional path of visible ASCII without `?` or `#`. One table step per byte, with no
+/// branch on the bytes: addresses differ in where their dots, port and path fall, and a scan
+/// part by part mispredicted about four branches per address.
 fn host_port_path(rest: &[u8]) -> bool {
     accepts(rest.iter().fold(START_AT, step))
 }

@@ -46,13 +46,14 @@ pub enum HostTableError {
         reason: &'static str,
     },
     /// A host's address is an origin URL, but not written as [`Origin`](crate::Origin)
-    /// writes it (lower-case scheme and host, no trailing `/`): each origin has one spelling,
+    /// writes it (lower-case scheme and host, a port without leading zeros and not the
+    /// scheme's default, no trailing `/`): each origin has one spelling,
     /// so that two spellings are never two hosts. [`HostTable::normalize_addresses`]
     /// rewrites them.
     ///
     /// [`HostTable::normalize_addresses`]: crate::HostTable::normalize_addresses
     #[error(
-        "host {index}: address \"{address}\" is not in normal form (lower-case scheme and host, no trailing '/'): \"{normal}\""
+        "host {index}: address \"{address}\" is not in normal form (lower-case scheme and host, no default port or leading zeros, no trailing '/'): \"{normal}\""
     )]
     AddressNotNormal {
         /// Position of the host in the table, from 0.

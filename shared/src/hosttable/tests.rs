@@ -181,23 +181,30 @@ fn each_host_rule_has_its_error() {
 /// address twice.
 #[test]
 fn normalized_addresses_are_one_spelling_an_origin() {
-    let mut table = sample();
-    let first = table.hosts[0].address.clone();
-    table.hosts[1].address = format!("{}/", first.to_ascii_uppercase());
-    assert!(matches!(
-        table.validate(),
-        Err(HostTableError::AddressNotNormal { index: 1, .. })
-    ));
-    table.normalize_addresses();
-    assert_eq!(table.hosts[1].address, first);
-    assert_eq!(
-        table.validate(),
-        Err(HostTableError::DuplicateAddress {
-            first: 0,
-            index: 1,
-            address: first.clone(),
-        })
-    );
+    for (first, second) in [
+        ("http://a.example:8080", "HTTP://A.Example:8080/"),
+        ("http://a.example", "http://a.example:80"),
+        ("https://a.example/p", "https://a.example:0443/p/"),
+        ("http://a.example:8080", "http://a.example:08080"),
+    ] {
+        let mut table = sample();
+        table.hosts[0].address = first.into();
+        table.hosts[1].address = second.into();
+        assert!(matches!(
+            table.validate(),
+            Err(HostTableError::AddressNotNormal { index: 1, .. })
+        ));
+        table.normalize_addresses();
+        assert_eq!(table.hosts[1].address, first);
+        assert_eq!(
+            table.validate(),
+            Err(HostTableError::DuplicateAddress {
+                first: 0,
+                index: 1,
+                address: first.into(),
+            })
+        );
+    }
     let mut table = sample();
     table.hosts[0].address = "ftp://Not.An.Origin/".into();
     table.normalize_addresses();

@@ -17,6 +17,43 @@ fn parses_and_normalises() {
     assert_eq!(o.as_str(), "https://origin.example.com:8443/api/v1");
 }
 
+/// One origin, one spelling: `http://h:80` and `http://h` are the same origin, and a host
+/// table holding both would send it twice the traffic.
+#[test]
+fn ports_are_written_without_leading_zeros_or_the_default() {
+    let normal = |url: &str| String::from(Origin::parse(url).unwrap().as_str());
+    assert_eq!(normal("http://h:80"), "http://h");
+    assert_eq!(normal("http://h:0080/p/"), "http://h/p");
+    assert_eq!(normal("HTTPS://H:443"), "https://h");
+    assert_eq!(normal("https://[::1]:00443/x"), "https://[::1]/x");
+    assert_eq!(normal("http://h:08080"), "http://h:8080");
+    // The other scheme's default is an ordinary port.
+    assert_eq!(normal("http://h:443"), "http://h:443");
+    assert_eq!(normal("https://h:80"), "https://h:80");
+    assert_eq!(Origin::parse("http://h:80").unwrap().authority(), "h");
+    for spelled_otherwise in [
+        "http://h:80",
+        "https://h:443/p",
+        "http://h:01",
+        "http://[::1]:080",
+    ] {
+        assert_eq!(
+            Origin::check(spelled_otherwise),
+            Ok(false),
+            "{spelled_otherwise}"
+        );
+    }
+    for normal in [
+        "http://h:443",
+        "https://h:80/p",
+        "http://h:8",
+        "http://h:800",
+        "http://h:4431",
+    ] {
+        assert_eq!(Origin::check(normal), Ok(true), "{normal}");
+    }
+}
+
 #[test]
 fn accepts_ip_literals() {
     assert_eq!(
@@ -140,19 +177,18 @@ fn refuses_unforwardable_targets() {
 }
 
 /// The one-pass scan decides every port of up to six digits, with and without leading zeros,
-/// as the general check does.
+/// after either scheme, with and without a path, as the general check does: in normal form
+/// or not (then it leaves the verdict to the general check).
 #[test]
 fn every_port_is_checked_as_the_general_check_does() {
     let mut url = String::new();
     for port in 0..200_000u32 {
-        for width in [0, 5] {
+        for (width, scheme, path) in [(0, "http", "/p"), (5, "http", "/p"), (0, "https", "")] {
             url.clear();
-            let _ = write!(url, "http://h:{port:0width$}/p");
-            assert_eq!(
-                super::plainly_valid(&url),
-                split_checked(&url).is_ok(),
-                "{url}"
-            );
+            let _ = write!(url, "{scheme}://h:{port:0width$}{path}");
+            let normal = Origin::check(&url) == Ok(true);
+            let default = matches!(port, 80 | 443) && width == 0;
+            assert_eq!(super::plainly_valid(&url), normal && !default, "{url}");
         }
     }
 }
@@ -235,18 +271,27 @@ proptest! {
     }
 
     /// The one-pass check of plain origins agrees with the general one and the normal form
-    /// (lower-case scheme and host, no trailing `/`) wherever it answers, and answers for
-    /// every plain origin in normal form.
+    /// (lower-case scheme and host, a port without leading zeros and not the scheme's
+    /// default, no trailing `/`) wherever it answers, and answers for every plain origin in
+    /// normal form but those with port 80 or 443.
     #[test]
     fn plain_origins_checked_in_one_pass_agree(
-        url in "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?",
+        url in "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:(0?(80|443)|[0-9]{0,6}))?(/[ -~]{0,10})?[?#@]?",
     ) {
         let lower = |s: &str| s == s.to_ascii_lowercase();
-        let normal = split_checked(&url).is_ok_and(|(_, authority, prefix)| {
-            let scheme = &url[..url.len() - authority.len() - prefix.len()];
-            lower(scheme) && lower(authority) && !prefix.ends_with('/')
+        fn port(authority: &str) -> Option<&str> {
+            authority.rsplit_once(':').map(|(_, p)| p)
+        }
+        let normal = split_checked(&url).is_ok_and(|(scheme, authority, prefix)| {
+            let name = &url[..url.len() - authority.len() - prefix.len()];
+            let port = port(authority);
+            let port_normal = port.is_none_or(|p| {
+                !p.starts_with('0') && p != if scheme == Scheme::Http { "80" } else { "443" }
+            });
+            lower(name) && lower(authority) && port_normal && !prefix.ends_with('/')
         });
-        prop_assert_eq!(super::plainly_valid(&url), normal, "{}", url);
+        let default = split_checked(&url).is_ok_and(|(_, a, _)| matches!(port(a), Some("80" | "443")));
+        prop_assert_eq!(super::plainly_valid(&url), normal && !default, "{}", url);
         prop_assert_eq!(Origin::check(&url).ok(), split_checked(&url).ok().map(|_| normal), "{}", url);
         if let Ok(origin) = Origin::parse(&url) {
             prop_assert_eq!(origin.as_str() == url, normal, "{}", url);
