@@ -1,8 +1,9 @@
-//! Exact ASCII case-insensitive comparison, eight bytes at a time.
+//! Exact comparison of header names as origins read them, eight bytes at a time: ASCII case
+//! ignored, and `_` read as `-` (see [`HeaderSet`](super::HeaderSet)).
 //!
-//! Stored names are lower case; only the probe is folded. Folding touches `A`-`Z` and nothing
-//! else: the common `b | 0x20` trick would also equate `^` with `~` and `@` with `` ` ``, both
-//! legal in header names, and so give false positives.
+//! Stored names are folded already; only the probe is folded here. Folding touches `A`-`Z`
+//! and `_` and nothing else: the common `b | 0x20` trick would also equate `^` with `~` and
+//! `@` with `` ` ``, both legal in header names, and so give false positives.
 
 const LSB: u64 = 0x0101_0101_0101_0101;
 const MSB: u64 = 0x8080_8080_8080_8080;
@@ -17,6 +18,27 @@ pub(crate) fn lower8(x: u64) -> u64 {
     let gt_z = low7 + 0x25 * LSB;
     let upper = ge_a & !gt_z & !x & MSB;
     x | (upper >> 2)
+}
+
+/// Folds one byte as [`fold8`] folds each of eight.
+#[inline(always)]
+pub(crate) const fn fold(b: u8) -> u8 {
+    match b {
+        b'_' => b'-',
+        _ => b.to_ascii_lowercase(),
+    }
+}
+
+/// [`lower8`], and each `_` of the eight bytes of `x` turned into `-`.
+#[inline(always)]
+pub(crate) fn fold8(x: u64) -> u64 {
+    // Bytes of `t` are zero exactly where `x` has `_`; bit 7 of `nonzero` is set per byte of
+    // `t` that is not (exact: the sum of its low seven bits and 0x7f carries into bit 7 only
+    // from a non-zero byte, and never into the next byte).
+    let t = x ^ (u64::from(b'_') * LSB);
+    let nonzero = ((t & !MSB) + !MSB) | t;
+    let underscores = (!nonzero & MSB) >> 7;
+    lower8(x) ^ (underscores * u64::from(b'_' ^ b'-'))
 }
 
 /// Packs `b` (at most 8 bytes) into a u64; both sides of a comparison have the same length, so
@@ -52,22 +74,21 @@ fn load_u16(b: &[u8], at: usize) -> u16 {
     u16::from_le_bytes([b[at], b[at + 1]])
 }
 
-/// `probe` equals `lower` ignoring ASCII case, where `lower` is already lower case and both
-/// have the same length.
+/// `probe`, folded, equals `folded` (folded already, of the same length).
 #[inline]
-pub(crate) fn eq_folded(probe: &[u8], lower: &[u8]) -> bool {
-    debug_assert_eq!(probe.len(), lower.len());
+pub(crate) fn eq_folded(probe: &[u8], folded: &[u8]) -> bool {
+    debug_assert_eq!(probe.len(), folded.len());
     let n = probe.len();
     if n < 8 {
-        return lower8(load_short(probe)) == load_short(lower);
+        return fold8(load_short(probe)) == load_short(folded);
     }
     let mut at = 0;
     while at + 8 < n {
-        if lower8(load_u64(probe, at)) != load_u64(lower, at) {
+        if fold8(load_u64(probe, at)) != load_u64(folded, at) {
             return false;
         }
         at += 8;
     }
     // The last word overlaps the previous one rather than reading past the end.
-    lower8(load_u64(probe, n - 8)) == load_u64(lower, n - 8)
+    fold8(load_u64(probe, n - 8)) == load_u64(folded, n - 8)
 }
