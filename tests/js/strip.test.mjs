@@ -34,6 +34,9 @@ const internalRequest = [
   ["X-MIDDLEWARE-SUBREQUEST", "middleware"],
   ["x-forwarded-user", "admin"],
   ["L5d-Dst-Override", "evil.svc"],
+  // `_` for `-`: one name to the CGI-style origins that read HTTP_X_REMOTE_USER.
+  ["X-Remote_User", "admin"],
+  ["x_edgewise_zone", "a"],
 ];
 const ordinary = [
   ["accept", "application/json"],
