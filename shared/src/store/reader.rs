@@ -303,6 +303,27 @@ fn claim_slot(dir: &Path) -> Result<(usize, File), StoreError> {
 /// One consistent version of the store, read in place. The writer does not overwrite it while
 /// the guard lives (for its grace period at most; past that, it writes a new file and this
 /// guard keeps the old one, still intact).
+///
+/// What is read through a guard borrows the guard, not the reader: once the guard is dropped
+/// the writer may overwrite those bytes in place, so a vector read through a guard that is
+/// gone would change under its reader. Keep the guard while reading:
+///
+/// ```no_run
+/// # fn f(reader: &mut edgewise::FeatureReader) -> Result<(), edgewise::StoreError> {
+/// let guard = reader.read()?;
+/// let features = guard.table("user").and_then(|t| t.get(7));
+/// println!("{features:?}");
+/// # Ok(()) }
+/// ```
+///
+/// and not past the guard, a temporary dropped at the end of the first line here:
+///
+/// ```compile_fail
+/// # fn f(reader: &mut edgewise::FeatureReader) -> Result<(), edgewise::StoreError> {
+/// let features = reader.read()?.table("user").and_then(|t| t.get(7));
+/// println!("{features:?}");
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct FeatureGuard<'r> {
     /// Always set on a guard handed out (`Option` only so that a broken invariant reads as an
@@ -324,14 +345,14 @@ impl<'r> FeatureGuard<'r> {
         self.snapshot.map_or(0, |s| s.created_unix_ms.to_native())
     }
 
-    /// The table called `name`.
+    /// The table called `name`, for as long as this guard lives.
     #[inline]
-    pub fn table(&self, name: &str) -> Option<TableRef<'r>> {
+    pub fn table(&self, name: &str) -> Option<TableRef<'_>> {
         self.snapshot?.table(name).map(|rows| TableRef { rows })
     }
 
-    /// Every table with its name.
-    pub fn tables(&self) -> impl Iterator<Item = (&'r str, TableRef<'r>)> + use<'r> {
+    /// Every table with its name, for as long as this guard lives.
+    pub fn tables(&self) -> impl Iterator<Item = (&str, TableRef<'_>)> {
         self.snapshot
             .into_iter()
             .flat_map(|s| s.tables.iter())
@@ -353,7 +374,7 @@ impl Drop for FeatureGuard<'_> {
     }
 }
 
-/// A table of a [`FeatureGuard`]'s snapshot.
+/// A table of a [`FeatureGuard`]'s snapshot, borrowing the guard.
 #[derive(Debug, Clone, Copy)]
 pub struct TableRef<'r> {
     rows: &'r ArchivedRows,
