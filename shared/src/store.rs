@@ -33,8 +33,10 @@
 //! A killed writer leaves `current` on the last good version; a restarted writer continues.
 //!
 //! A data file cut shorter while a reader maps it would raise SIGBUS in that reader (the OS
-//! gives no other signal); the writer never shrinks its files, and readers check the file size
-//! before trusting a new version. Files are not fsynced: a store is shared memory between
+//! gives no other signal); the writer never shrinks its files (and grows back one cut short
+//! before writing through its mapping), and readers check the file size before trusting a new
+//! version. The writer allocates every block of a file before writing through its mapping, so
+//! that a full file system is an error (`ENOSPC`), not a SIGBUS. Files are not fsynced: a store is shared memory between
 //! processes, and after a machine crash a torn file fails its checksum.
 //!
 //! # Example

@@ -303,3 +303,51 @@ fn shutdown_finishes_a_publish_in_progress() {
     // Filed away, so a restart does not ingest it again.
     assert!(!setup.dir.join("ingest/big.csv").exists());
 }
+
+/// A store on a full file system refuses the publish with an error; the daemon stays up and
+/// the last version keeps serving. Its data files were sparse and written through a mapping,
+/// and the page that found no block raised SIGBUS: the daemon died (exit 135) mid-request.
+/// Needs a 1 MiB tmpfs, so root; skipped (with a line saying so) elsewhere.
+#[test]
+fn a_full_file_system_fails_the_publish_not_the_daemon() {
+    let setup = Setup::new("enospc");
+    let store = setup.store();
+    std::fs::create_dir_all(&store).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=1m", "tmpfs"])
+        .arg(&store)
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !mounted {
+        eprintln!("skipped: cannot mount a 1 MiB tmpfs here (not root?)");
+        return;
+    }
+    let _unmount = Unmount(store.clone());
+    let daemon = setup.start();
+    let small = r#"{"upserts":[{"table":"t","key":1,"values":[1]}]}"#;
+    let (status, body) = put(&daemon, small);
+    assert_eq!(status, 200, "{body}");
+    // ~1.2 MB of floats: more than the file system holds.
+    let row = vec!["0.5"; 512].join(",");
+    let upserts: Vec<String> = (0..600)
+        .map(|k| format!(r#"{{"table":"big","key":{k},"values":[{row}]}}"#))
+        .collect();
+    let (status, body) = put(
+        &daemon,
+        &format!(r#"{{"upserts":[{}]}}"#, upserts.join(",")),
+    );
+    assert!(status >= 500, "{status} {body}");
+    assert!(body.contains("No space left"), "{body}");
+    assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
+    let (status, row) = get(&daemon, "t", 1);
+    assert_eq!(status, 200, "{row}");
+}
+
+/// Unmounts a test's tmpfs, whatever the test's outcome.
+struct Unmount(PathBuf);
+
+impl Drop for Unmount {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}

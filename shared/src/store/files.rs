@@ -5,6 +5,8 @@
 #![allow(unsafe_code)]
 
 use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
 use std::sync::atomic::AtomicU64;
@@ -13,6 +15,23 @@ use memmap2::{MmapOptions, MmapRaw};
 
 use super::StoreError;
 use super::protocol::{Protocol, WORDS};
+
+/// Makes `file` at least `len` bytes long with every block up to there allocated. A page of
+/// a sparse file (as `set_len` leaves it) is allocated when first written, and through a
+/// mapping on a full file system that write raises SIGBUS, which killed the daemon; allocated
+/// first, a full file system is an error here (`ENOSPC`).
+fn reserve(file: &File, path: &Path, len: u64) -> Result<(), StoreError> {
+    let len = libc::off_t::try_from(len).map_err(|_| StoreError::TooLarge("file size"))?;
+    // SAFETY: the descriptor is `file`'s, open (for writing) for the whole call, which passes
+    // no memory; `posix_fallocate` never shortens a file.
+    let code = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    match code {
+        0 => Ok(()),
+        errno => Err(StoreError::io("allocate", path)(
+            io::Error::from_raw_os_error(errno),
+        )),
+    }
+}
 
 /// The state file of the store in `dir`.
 pub(crate) fn state_path(dir: &Path) -> PathBuf {
@@ -77,8 +96,7 @@ impl StateMap {
             .truncate(true)
             .open(&tmp)
             .map_err(StoreError::io("create", &tmp))?;
-        file.set_len(STATE_BYTES)
-            .map_err(StoreError::io("resize", &tmp))?;
+        reserve(&file, &tmp, STATE_BYTES)?;
         let state = StateMap::map(&file, &tmp)?;
         Protocol::init(state.words()).ok_or(StoreError::StateCorrupt {
             path: tmp.clone(),
@@ -186,25 +204,28 @@ impl WriteMap {
     }
 
     fn map(file: File, path: &Path) -> Result<WriteMap, StoreError> {
-        let size = file.metadata().map_err(StoreError::io("stat", path))?.len();
-        if size == 0 {
-            file.set_len(super::format::HEADER as u64)
-                .map_err(StoreError::io("resize", path))?;
-        }
+        reserve(&file, path, super::format::HEADER as u64)?;
         let map = MmapOptions::new()
             .map_raw(&file)
             .map_err(StoreError::io("map", path))?;
         Ok(WriteMap { file, map })
     }
 
-    /// Makes the file at least `len` bytes (never shorter: readers may map the tail).
+    /// Makes the file at least `len` bytes (never shorter: readers may map the tail), its
+    /// mapping as long, and every block of it allocated, before anything is written through
+    /// the mapping. Called before each write: the file is stat'ed anew, since one cut short by
+    /// someone else since it was mapped would raise SIGBUS at the first write past its end.
     pub(crate) fn grow(&mut self, path: &Path, len: u64) -> Result<(), StoreError> {
-        if (self.map.len() as u64) >= len {
+        let mapped = self.map.len() as u64;
+        let size = self
+            .file
+            .metadata()
+            .map_err(StoreError::io("stat", path))?
+            .len();
+        reserve(&self.file, path, len.max(mapped))?;
+        if mapped >= len && size >= mapped {
             return Ok(());
         }
-        self.file
-            .set_len(len)
-            .map_err(StoreError::io("resize", path))?;
         let file = self
             .file
             .try_clone()

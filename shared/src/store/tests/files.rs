@@ -315,3 +315,27 @@ fn files_grow_and_shrinking_snapshots_keep_working() {
         assert_stamped(&guard);
     }
 }
+
+/// A data file cut short by someone else after the writer mapped it is grown back before the
+/// writer writes through its mapping: it wrote past the file's end and died of SIGBUS.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn a_copy_cut_short_behind_the_writers_back_is_grown_back() {
+    let dir = TempDir::new("cut");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    for version in 1..=2 {
+        writer.publish(&stamped(version, 2, 500, 8)).unwrap();
+    }
+    // Generation 3 goes to copy 1, in place: the writer has it mapped.
+    fs::OpenOptions::new()
+        .write(true)
+        .open(files::data_path(&dir.0, 1))
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    writer.publish(&stamped(3, 2, 500, 8)).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    let guard = reader.read().unwrap();
+    assert_eq!(guard.version(), 3);
+    assert_stamped(&guard);
+}
