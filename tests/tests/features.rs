@@ -304,6 +304,41 @@ fn shutdown_finishes_a_publish_in_progress() {
     assert!(!setup.dir.join("ingest/big.csv").exists());
 }
 
+/// A good file the store fails to publish stays in the ingest directory and goes out once the
+/// store works again. It was filed as rejected, beside an error, while its change stayed in
+/// memory and went out with the next publish.
+#[test]
+fn a_file_the_store_fails_to_publish_is_tried_again_not_rejected() {
+    let setup = Setup::new("retry");
+    let daemon = setup.start();
+    // The next version goes to copy 0, written aside as data_0.tmp when data_0 is missing.
+    let _ = std::fs::remove_file(setup.store().join("data_0"));
+    let blocker = setup.store().join("data_0.tmp");
+    std::fs::create_dir(&blocker).unwrap();
+    setup.drop_file("users.csv", b"1,0.5\n");
+    let failed = || {
+        let page = http(daemon.addr, "GET", "/metrics").1;
+        page.lines()
+            .any(|l| l.starts_with("edgewise_features_publish_errors_total ") && !l.ends_with(" 0"))
+    };
+    wait_until(Duration::from_secs(10), failed);
+    assert!(!setup.dir.join("ingest/rejected/users.csv").exists());
+    assert!(setup.dir.join("ingest/users.csv").exists());
+    assert_eq!(read(&setup.store(), "users", 1), None);
+
+    std::fs::remove_dir(&blocker).unwrap();
+    wait_until(Duration::from_secs(10), || {
+        read(&setup.store(), "users", 1).is_some_and(|(_, v)| v == [0.5])
+    });
+    let done = setup.dir.join("ingest/done");
+    wait_until(Duration::from_secs(10), || {
+        std::fs::read_dir(&done).unwrap().any(|e| {
+            let name = e.unwrap().file_name();
+            name.to_string_lossy().starts_with("users.csv.v")
+        })
+    });
+}
+
 /// A store on a full file system refuses the publish with an error; the daemon stays up and
 /// the last version keeps serving. Its data files were sparse and written through a mapping,
 /// and the page that found no block raised SIGBUS: the daemon died (exit 135) mid-request.

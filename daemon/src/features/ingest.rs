@@ -5,7 +5,9 @@
 //! and modification time held still over one scan interval; names starting with `.` are
 //! ignored, so writing to `.name` and renaming it in is the safe way to drop one.
 //! Each file becomes one published version and is moved to `done/`; a bad file changes nothing
-//! and is moved to `rejected/` beside a `<name>.error` saying why.
+//! and is moved to `rejected/` beside a `<name>.error` saying why. A good file the store fails
+//! to publish (a full disk) stays where it is and is tried again each interval: its change is
+//! held in memory and goes out with the next publish, so it is not rejected.
 
 pub(super) mod csv;
 
@@ -20,7 +22,7 @@ use std::{
 use anyhow::Context;
 use edgewise::FeatureSnapshot;
 
-use super::{Change, Features, Published, change::table_name};
+use super::{Change, Features, PublishError, Published, change::table_name};
 
 type Stamp = (u64, SystemTime);
 
@@ -87,26 +89,37 @@ fn ingest(features: &Features, dir: &Path, path: &Path) {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     tracing::info!(file = %name, "ingesting a feature snapshot file");
-    let published = read(path, &name)
-        .and_then(|change| features.apply_now(change).map_err(anyhow::Error::from));
-    match published {
+    let change = match read(path, &name) {
+        Ok(change) => change,
+        Err(error) => return reject(features, dir, path, &name, &error),
+    };
+    match features.apply_now(change) {
         Ok(Published { version, keys, .. }) => {
             features.metrics.ingested.inc();
             tracing::info!(file = %name, version, keys, "feature snapshot file published");
             file_away(path, &dir.join("done").join(format!("{name}.v{version}")));
         }
-        Err(error) => {
-            features.metrics.rejected_files.inc();
-            let reason = format!("{error:#}");
-            tracing::error!(file = %name, error = %reason, "feature snapshot file rejected, the last good version keeps serving");
-            let target = dir.join("rejected").join(&name);
-            file_away(path, &target);
-            let _ = fs::write(
-                target.with_file_name(format!("{name}.error")),
-                reason + "\n",
-            );
+        // Filed as rejected, its change went out all the same with the next publish.
+        Err(PublishError::Store(error)) => {
+            tracing::error!(file = %name, %error, "feature snapshot file not published: the store failed; the file stays to be tried again, the last good version keeps serving");
+        }
+        Err(error @ PublishError::Invalid(_)) => {
+            reject(features, dir, path, &name, &anyhow::Error::from(error));
         }
     }
+}
+
+/// Moves a bad file to `rejected/`, beside a `<name>.error` saying why.
+fn reject(features: &Features, dir: &Path, path: &Path, name: &str, error: &anyhow::Error) {
+    features.metrics.rejected_files.inc();
+    let reason = format!("{error:#}");
+    tracing::error!(file = %name, error = %reason, "feature snapshot file rejected, the last good version keeps serving");
+    let target = dir.join("rejected").join(name);
+    file_away(path, &target);
+    let _ = fs::write(
+        target.with_file_name(format!("{name}.error")),
+        reason + "\n",
+    );
 }
 
 fn read(path: &Path, name: &str) -> anyhow::Result<Change> {
