@@ -21,9 +21,7 @@ use std::{
 };
 
 use anyhow::Context;
-use edgewise::{
-    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, WriterOptions,
-};
+use edgewise::{FeatureGuard, FeatureReader, FeatureSnapshot, FeatureWriter, WriterOptions};
 
 pub use change::{Change, ChangeError, Delete, Upsert};
 
@@ -99,21 +97,7 @@ impl Features {
             WriterOptions::default().with_grace(Duration::from_millis(config.reader_grace_ms));
         let mut writer = FeatureWriter::open(dir, options)
             .with_context(|| format!("opening the feature store {}", dir.display()))?;
-        let snapshot = match resume(dir)? {
-            Some(snapshot) => snapshot,
-            // A new store gets an empty first version, so readers can open it at once.
-            None => {
-                let empty = FeatureSnapshot {
-                    version: 1,
-                    created_unix_ms: unix_ms(),
-                    tables: Vec::new(),
-                };
-                writer
-                    .publish(&empty)
-                    .context("publishing the first, empty, version")?;
-                empty
-            }
-        };
+        let snapshot = resume(&mut writer)?;
         let features = Arc::new(Features {
             dir: dir.clone(),
             publisher: Mutex::new(Publisher { writer, snapshot }),
@@ -317,27 +301,38 @@ impl Metrics {
     }
 }
 
-/// The last published snapshot, or `None` for a store nothing was published into yet.
-fn resume(dir: &std::path::Path) -> anyhow::Result<Option<FeatureSnapshot>> {
-    let context = "reading the last published features";
-    let mut reader = FeatureReader::open(dir).context(context)?;
-    let guard = match reader.read() {
-        Ok(guard) => guard,
-        Err(edgewise::StoreError::NothingPublished(_)) => return Ok(None),
-        Err(error) => return Err(error).context(context),
+/// The snapshot changes continue from: the last published, or the one before it if the
+/// current version's file is damaged (published again, since readers have none to read); a
+/// new store gets an empty first version, so readers can open it at once.
+fn resume(writer: &mut FeatureWriter) -> anyhow::Result<FeatureSnapshot> {
+    let intact = writer
+        .last_intact()
+        .context("reading the last published features (the previous copy is damaged too)")?;
+    let Some(mut snapshot) = intact else {
+        let empty = FeatureSnapshot {
+            version: 1,
+            created_unix_ms: unix_ms(),
+            tables: Vec::new(),
+        };
+        writer
+            .publish(&empty)
+            .context("publishing the first, empty, version")?;
+        return Ok(empty);
     };
-    let tables = guard.tables().map(|(name, rows)| FeatureTable {
-        name: name.to_owned(),
-        rows: rows
-            .iter()
-            .map(|(key, values)| (key, values.to_vec()))
-            .collect(),
-    });
-    Ok(Some(FeatureSnapshot {
-        version: guard.version(),
-        created_unix_ms: guard.created_unix_ms(),
-        tables: tables.collect(),
-    }))
+    if snapshot.version != writer.version() {
+        tracing::error!(
+            resumed = snapshot.version,
+            "feature store: the current version's file is damaged; resuming from the version before it and publishing it again"
+        );
+        // Above the damaged version too, whose header may be gone: this daemon publishes
+        // versions one apart, so it was the one after.
+        snapshot.version = (snapshot.version + 1).max(writer.version()) + 1;
+        snapshot.created_unix_ms = unix_ms();
+        writer
+            .publish(&snapshot)
+            .context("publishing the last intact version again")?;
+    }
+    Ok(snapshot)
 }
 
 fn keys(snapshot: &FeatureSnapshot) -> usize {

@@ -275,6 +275,65 @@ fn the_socket_speaks_memcached_and_a_restart_resumes() {
     assert!(read(&setup.store(), "user", 43).unwrap().0 > version);
 }
 
+/// A restart over a store whose current data file is damaged (cut short, or a flipped byte)
+/// resumes from the version before it, which the other copy holds, and publishes it again for
+/// readers. The daemon refused to start ("reading the last published features"), and under
+/// systemd restarted in a loop, with the previous version intact beside it.
+#[test]
+fn a_restart_over_a_damaged_current_version_resumes_from_the_one_before() {
+    for damage in ["truncate", "flip"] {
+        let setup = Setup::new(&format!("damaged-{damage}"));
+        let daemon = setup.start();
+        let put_row = |daemon: &Daemon, key: u64| {
+            let body =
+                format!(r#"{{"upserts":[{{"table":"user","key":{key},"values":[{key}]}}]}}"#);
+            assert_eq!(put(daemon, &body).0, 200);
+        };
+        put_row(&daemon, 1);
+        put_row(&daemon, 2);
+        let before_last = read(&setup.store(), "user", 1).unwrap().0;
+        put_row(&daemon, 3);
+        drop(daemon);
+        // The current version is in the copy whose header names the later generation.
+        let generation = |copy: &str| {
+            let bytes = std::fs::read(setup.store().join(copy)).unwrap();
+            u64::from_le_bytes(bytes[8..16].try_into().unwrap())
+        };
+        let current = ["data_0", "data_1"]
+            .into_iter()
+            .max_by_key(|c| generation(c))
+            .unwrap();
+        let path = setup.store().join(current);
+        match damage {
+            "truncate" => std::fs::write(&path, b"").unwrap(),
+            _ => {
+                // Within the archive (the header gives its length): the file may be longer.
+                let mut bytes = std::fs::read(&path).unwrap();
+                let len = u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize;
+                bytes[64 + len / 2] ^= 0x40;
+                std::fs::write(&path, bytes).unwrap();
+            }
+        }
+
+        let daemon = setup.start();
+        let (status, row) = get(&daemon, "user", 2);
+        assert_eq!(status, 200, "{damage}: {row}");
+        assert_eq!(
+            get(&daemon, "user", 3).0,
+            404,
+            "{damage}: lost with its version"
+        );
+        let (version, values) = read(&setup.store(), "user", 2).unwrap();
+        assert!(
+            version > before_last + 1,
+            "{damage}: published again as {version}"
+        );
+        assert_eq!(values, [2.0]);
+        put_row(&daemon, 4);
+        assert_eq!(read(&setup.store(), "user", 4).unwrap().1, [4.0]);
+    }
+}
+
 #[test]
 fn shutdown_finishes_a_publish_in_progress() {
     let setup = Setup::new("shutdown");

@@ -149,29 +149,36 @@ impl FeatureSnapshot {
     /// Reads an archive from [`FeatureSnapshot::to_archive`] (or a data file), checking the
     /// header, the checksum and the archive's structure before copying it out.
     pub fn from_archive(bytes: &[u8]) -> Result<FeatureSnapshot, StoreError> {
-        let path = Path::new(IN_MEMORY);
-        let header = Header::decode(bytes).map_err(|reason| StoreError::DataCorrupt {
-            path: path.to_owned(),
-            reason,
-        })?;
-        let body = body(path, bytes, &header)?;
-        let copy;
-        let body = if body.as_ptr().align_offset(16) == 0 {
-            body
-        } else {
-            let mut aligned = AlignedVec::<16>::with_capacity(body.len());
-            aligned.extend_from_slice(body);
-            copy = aligned;
-            &copy[..]
-        };
-        let archived = validate(path, body)?;
-        let snapshot =
-            rkyv::deserialize::<FeatureSnapshot, rancor::Error>(archived).map_err(|e| {
-                StoreError::Invalid {
-                    path: path.to_owned(),
-                    reason: e.to_string(),
-                }
-            })?;
-        Ok(snapshot)
+        read_archive(Path::new(IN_MEMORY), bytes).map(|(_, snapshot)| snapshot)
     }
+}
+
+/// The header and snapshot of an archive's `bytes` (a data file's at `path`, or in memory),
+/// checked as [`FeatureSnapshot::from_archive`] checks them.
+pub(crate) fn read_archive(
+    path: &Path,
+    bytes: &[u8],
+) -> Result<(Header, FeatureSnapshot), StoreError> {
+    let header = Header::decode(bytes).map_err(|reason| StoreError::DataCorrupt {
+        path: path.to_owned(),
+        reason,
+    })?;
+    let body = body(path, bytes, &header)?;
+    let copy;
+    let body = if body.as_ptr().align_offset(16) == 0 {
+        body
+    } else {
+        let mut aligned = AlignedVec::<16>::with_capacity(body.len());
+        aligned.extend_from_slice(body);
+        copy = aligned;
+        &copy[..]
+    };
+    let archived = validate(path, body)?;
+    let snapshot = rkyv::deserialize::<FeatureSnapshot, rancor::Error>(archived).map_err(|e| {
+        StoreError::Invalid {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        }
+    })?;
+    Ok((header, snapshot))
 }

@@ -150,6 +150,30 @@ impl FeatureWriter {
         &self.dir
     }
 
+    /// The newest version the store's files hold intact: the current one, or, if its file is
+    /// damaged, the one before it, which the other copy keeps until the next publish. `None`
+    /// if nothing was published; the current version's error if neither copy is intact.
+    ///
+    /// Readers have no good version to read while the current one is damaged: a writer
+    /// resuming from the one before publishes it again, as a version above
+    /// [`FeatureWriter::version`].
+    pub fn last_intact(&self) -> Result<Option<FeatureSnapshot>, StoreError> {
+        let current = Protocol::over(self.state.words()).current();
+        if current == 0 {
+            return Ok(None);
+        }
+        let damaged = match read_copy(&self.dir, current) {
+            Ok(snapshot) => return Ok(Some(snapshot)),
+            Err(error) => error,
+        };
+        match current > 1 {
+            true => read_copy(&self.dir, current - 1)
+                .map(Some)
+                .map_err(|_| damaged),
+            false => Err(damaged),
+        }
+    }
+
     /// Publishes `snapshot`: writes it into the copy readers are not on and switches them
     /// over. Its version must exceed [`FeatureWriter::version`]. On any error the previous
     /// version keeps being served.
@@ -272,6 +296,20 @@ fn write_archive(
     let header = Header::of(snapshot, generation, &written);
     head.copy_from_slice(&header.encode());
     Ok(HEADER as u64 + header.len)
+}
+
+/// The snapshot of `generation`, read and checked whole from the data file that holds it.
+fn read_copy(dir: &Path, generation: u64) -> Result<FeatureSnapshot, StoreError> {
+    let path = files::data_path(dir, generation % 2);
+    let bytes = fs::read(&path).map_err(StoreError::io("read", &path))?;
+    let (header, snapshot) = super::format::read_archive(&path, &bytes)?;
+    if header.generation != generation {
+        return Err(StoreError::DataCorrupt {
+            path,
+            reason: "the file holds another generation than the state file names",
+        });
+    }
+    Ok(snapshot)
 }
 
 /// The snapshot version in the header of the data file holding `generation`.

@@ -339,3 +339,26 @@ fn a_copy_cut_short_behind_the_writers_back_is_grown_back() {
     assert_eq!(guard.version(), 3);
     assert_stamped(&guard);
 }
+
+/// The newest intact version: the current one, else the one before it in the other copy,
+/// else the current one's error.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn last_intact_falls_back_to_the_other_copy_once() {
+    let dir = TempDir::new("intact");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    assert_eq!(writer.last_intact().unwrap(), None);
+    for version in 1..=3 {
+        writer.publish(&stamped(version, 1, 50, 4)).unwrap();
+    }
+    assert_eq!(writer.last_intact().unwrap().unwrap().version, 3);
+    // Generation 3 is in copy 1.
+    fs::write(files::data_path(&dir.0, 1), b"").unwrap();
+    assert_eq!(writer.last_intact().unwrap(), Some(stamped(2, 1, 50, 4)));
+    flip_byte(&files::data_path(&dir.0, 0), 100);
+    let err = writer.last_intact().unwrap_err();
+    assert!(
+        err.to_string().contains("data_1"),
+        "the current copy's error: {err}"
+    );
+}
