@@ -7,6 +7,7 @@
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
 use std::sync::atomic::AtomicU64;
@@ -59,6 +60,16 @@ pub(crate) const STATE_BYTES: u64 = (WORDS * 8) as u64;
 #[derive(Debug)]
 pub(crate) struct StateMap {
     map: MmapRaw,
+    /// The mapped file's device and inode: a path naming another is a store made anew.
+    identity: Identity,
+}
+
+/// A file's device and inode.
+pub(crate) type Identity = (u64, u64);
+
+/// The identity of the file at `path`, if there is one.
+pub(crate) fn identity(path: &Path) -> Option<Identity> {
+    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
 }
 
 impl StateMap {
@@ -107,11 +118,20 @@ impl StateMap {
     }
 
     fn map(file: &File, path: &Path) -> Result<StateMap, StoreError> {
+        let meta = file.metadata().map_err(StoreError::io("stat", path))?;
         let map = MmapOptions::new()
             .len(STATE_BYTES as usize)
             .map_raw(file)
             .map_err(StoreError::io("map", path))?;
-        Ok(StateMap { map })
+        Ok(StateMap {
+            map,
+            identity: (meta.dev(), meta.ino()),
+        })
+    }
+
+    /// The mapped file's device and inode.
+    pub(crate) fn identity(&self) -> Identity {
+        self.identity
     }
 
     /// The state's words.

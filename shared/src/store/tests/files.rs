@@ -362,3 +362,25 @@ fn last_intact_falls_back_to_the_other_copy_once() {
         "the current copy's error: {err}"
     );
 }
+
+/// A reader follows a store directory removed and made anew (within 1,024 reads): it kept the
+/// old, unlinked state file mapped and served its last version for as long as it lived.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn readers_follow_a_store_made_anew() {
+    let dir = TempDir::new("anew");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    writer.publish(&stamped(2, 1, 10, 2)).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    assert_eq!(reader.read().unwrap().version(), 2);
+    drop(writer);
+    fs::remove_dir_all(&dir.0).unwrap();
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    writer.publish(&stamped(10, 1, 10, 2)).unwrap();
+    let versions: Vec<u64> = (0..1024)
+        .map(|_| reader.read().unwrap().version())
+        .collect();
+    assert_eq!(versions.last(), Some(&10), "{:?}", &versions[1000..]);
+    let guard = reader.read().unwrap();
+    assert_stamped(&guard);
+}
