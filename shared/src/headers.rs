@@ -31,8 +31,8 @@ use crate::Error;
 /// The `from_list` token that stands for the built-in list.
 pub const DEFAULT_LIST_TOKEN: &str = "@default";
 
-/// Slot ranges are `u16`.
-const MAX_NAMES: usize = u16::MAX as usize;
+/// Slot ranges are `u16`, and an entry takes up to four (see [`spellings`]).
+const MAX_NAMES: usize = u16::MAX as usize / 4;
 
 /// An immutable set of header names and name prefixes, matched ignoring ASCII case and with
 /// `_` read as `-` (see the module docs).
@@ -71,29 +71,49 @@ struct Span {
     len: u32,
 }
 
-/// Position in the 256-bit prefix filter; bytes folded as in [`key`].
+/// Position in the 256-bit prefix filter; `| 0x20` folds case as in [`key`].
 #[inline(always)]
 fn gate_bit(first: u8, at: u8) -> usize {
-    (usize::from(key_byte(first)) * 31 + usize::from(key_byte(at))) & 0xff
-}
-
-/// `b` as keys and the prefix filter read it: `| 0x20` folds case without a branch; it also
-/// merges a few punctuation pairs (`^` and `~`), which only puts both in one bucket (the
-/// compare is exact); and `_` is `-` (whose `| 0x20` is itself), as the compare reads it.
-#[inline(always)]
-fn key_byte(b: u8) -> u8 {
-    if b == b'_' { b'-' } else { b | 0x20 }
+    (usize::from(first | 0x20) * 31 + usize::from(at | 0x20)) & 0xff
 }
 
 const EXACT: u32 = 1 << 24;
 const PREFIX: u32 = 1 << 25;
 
 /// (length, first byte, last byte) and the entry kind: cheap to compute and, for real header
-/// lists, nearly unique per entry; bytes read by [`key_byte`].
+/// lists, nearly unique per entry. `| 0x20` folds case without a branch; it also merges a few
+/// punctuation pairs (`^` and `~`), which only puts both in one bucket: the compare is exact.
+/// It does not make `_` of `-`: an entry beginning or ending with `-` is entered under each
+/// key a probe with `_` there has ([`spellings`]), so that a miss stays this cheap.
 #[inline(always)]
 fn key(kind: u32, len: usize, first: u8, last: u8) -> u32 {
-    (len as u32 & 0xff) | u32::from(key_byte(first)) << 8 | u32::from(key_byte(last)) << 16 | kind
+    (len as u32 & 0xff) | u32::from(first | 0x20) << 8 | u32::from(last | 0x20) << 16 | kind
 }
+
+/// The spellings a probe may give byte `b` of a folded entry, as keys and the prefix filter
+/// read them: `-` may come as `_`.
+fn spellings(b: u8) -> &'static [u8] {
+    match b {
+        b'-' => b"-_",
+        _ => core::slice::from_ref(&BYTES[b as usize]),
+    }
+}
+
+/// Every `(a, b)` of `a` and `b`.
+fn pairs<'a>(a: &'a [u8], b: &'a [u8]) -> impl Iterator<Item = (&'a u8, &'a u8)> {
+    a.iter().flat_map(move |x| b.iter().map(move |y| (x, y)))
+}
+
+/// Every byte, itself: [`spellings`] lends one out of it.
+const BYTES: [u8; 256] = {
+    let mut all = [0; 256];
+    let mut b = 0;
+    while b < 256 {
+        all[b] = b as u8;
+        b += 1;
+    }
+    all
+};
 
 impl HeaderSet {
     /// Builds a set from header names; an entry ending in `*` is a prefix rule (`x-edgewise-*`
@@ -373,16 +393,27 @@ impl Builder {
         let gate_at = prefixes.iter().map(|p| p.len() - 1).min().unwrap_or(0);
         let mut prefix_gate = [0u64; 4];
         for p in &prefixes {
-            let bit = gate_bit(p[0], p[gate_at]);
-            prefix_gate[bit >> 6] |= 1 << (bit & 63);
+            for (&first, &at) in pairs(spellings(p[0]), spellings(p[gate_at])) {
+                let bit = gate_bit(first, at);
+                prefix_gate[bit >> 6] |= 1 << (bit & 63);
+            }
         }
         let tagged = exact
             .into_iter()
             .map(|n| (EXACT, n))
             .chain(prefixes.into_iter().map(|p| (PREFIX, p)));
-        let mut keyed: Vec<(u32, Vec<u8>)> = tagged
-            .filter_map(|(kind, t)| Some((key(kind, t.len(), *t.first()?, *t.last()?), t)))
-            .collect();
+        let mut keyed: Vec<(u32, Vec<u8>)> = Vec::new();
+        for (kind, t) in tagged {
+            let (Some(&first), Some(&last)) = (t.first(), t.last()) else {
+                continue;
+            };
+            for (&f, &l) in pairs(spellings(first), spellings(last)) {
+                keyed.push((key(kind, t.len(), f, l), t.clone()));
+            }
+        }
+        // A one-byte entry's first byte is its last: `_` and `-` pair with themselves only.
+        keyed.sort_unstable();
+        keyed.dedup();
         let mut keys: Vec<u32> = keyed.iter().map(|(k, _)| *k).collect();
         keys.sort_unstable();
         keys.dedup();
