@@ -176,6 +176,50 @@ fn a_changed_file_is_picked_up_without_a_signal() {
     wait_for_port(&daemon, 9093, Duration::from_secs(5));
 }
 
+/// A file written slowly, a host at a time (each prefix a valid table), is read once it held
+/// still: one table published, all ten hosts. Each tick that saw it changed read it, and
+/// published the half tables it caught.
+#[test]
+fn a_file_being_written_is_read_once_it_holds_still() {
+    let setup = Setup::new("slow-write", 150);
+    let daemon = setup.start();
+    let host = |i: u16| format!("\n[[hosts]]\naddress = \"http://127.0.0.1:{}\"\n", 9100 + i);
+    let mut file = std::fs::File::create(setup.table_path()).unwrap();
+    for i in 0..10 {
+        use std::io::Write as _;
+        file.write_all(host(i).as_bytes()).unwrap();
+        file.flush().unwrap();
+        thread::sleep(Duration::from_millis(60));
+    }
+    drop(file);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while HostTable::decode(&get(&daemon, &[]).body)
+        .unwrap()
+        .hosts
+        .len()
+        != 10
+    {
+        assert!(Instant::now() < deadline, "the whole table is never served");
+        thread::sleep(Duration::from_millis(20));
+    }
+    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    // The start-up load, then the whole table.
+    let reloads = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("edgewise_hosts_reloads_total "));
+    assert_eq!(reloads, Some("2"), "only the whole table is published");
+}
+
+/// SIGHUP to a daemon without a host table is logged, not fatal: its default action ended the
+/// daemon (status 129), and systemd counts SIGHUP as a clean exit, so it stayed down.
+#[test]
+fn sighup_without_a_host_table_is_harmless() {
+    let mut daemon = Daemon::start(&[]);
+    daemon.signal("HUP");
+    daemon.wait_for_log("nothing to reload", Duration::from_secs(5));
+    assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
+}
+
 #[test]
 fn no_table_is_404_and_a_bad_table_stops_the_start() {
     let daemon = Daemon::start_with_env(&[], &[("EDGEWISED_API_SECRET", SECRET)]);
