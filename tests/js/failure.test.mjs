@@ -59,6 +59,22 @@ test("a missing or invalid ORIGIN_URL is a 500, request after request", async ()
   }
 });
 
+// wrangler passes a var written unquoted in [vars] as JSON. Read as unset, TOKEN_PATHS as a
+// list turned the token check off (the origin served /private), and a list of
+// INTERNAL_HEADERS let its names through: now each is a configuration error, failing closed.
+test("a var that is not a string is a 500, not an unset var", async () => {
+  for (const bindings of [
+    { TOKEN_PATHS: ["/private"] },
+    { INTERNAL_HEADERS: ["@default", "x-team-secret"] },
+    { WORKSPACE_SCRUB: 7 },
+    { HOST_TABLE: { hosts: [] } },
+  ]) {
+    const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}`, ...bindings });
+    const res = await w.dispatchFetch("http://edge.test/private/report");
+    await expectFailure(res, 500, "edgewise: worker misconfigured");
+  }
+});
+
 test("the worker keeps serving after failures", async () => {
   const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}` });
   const results = await Promise.all(

@@ -10,6 +10,7 @@ use edgewise::{
     DEFAULT_INTERNAL_REQUEST_HEADERS, DEFAULT_INTERNAL_RESPONSE_HEADERS, DEFAULT_LIST_TOKEN,
     HeaderSet, Origin, ScrubMode,
 };
+use wasm_bindgen::JsValue;
 use worker::Env;
 
 use crate::{route::Routing, token::TokenPolicy};
@@ -52,7 +53,7 @@ pub(crate) fn get(env: &Env) -> Result<Rc<Config>, String> {
 impl Config {
     fn from_env(env: &Env) -> Result<Config, String> {
         let routing = Routing::from_env(env)?;
-        let origin = match var(env, ORIGIN_URL) {
+        let origin = match var(env, ORIGIN_URL)? {
             Some(url) => Some(Origin::parse(&url).map_err(|e| format!("{ORIGIN_URL}: {e}"))?),
             None if routing.is_some() => None,
             None => return Err(format!("{ORIGIN_URL} is not set (nor a HOST_TABLE)")),
@@ -74,7 +75,7 @@ impl Config {
 
 /// `full`, `shadow` or `watermark` (the default).
 fn scrub_mode(env: &Env) -> Result<ScrubMode, String> {
-    match var(env, WORKSPACE_SCRUB) {
+    match var(env, WORKSPACE_SCRUB)? {
         None => Ok(ScrubMode::Watermark),
         Some(name) => ScrubMode::from_name(name.trim()).ok_or_else(|| {
             format!("{WORKSPACE_SCRUB}: {name:?} is not one of full, shadow, watermark")
@@ -84,18 +85,28 @@ fn scrub_mode(env: &Env) -> Result<ScrubMode, String> {
 
 /// An unset list means the built-in one; `@default` inside a list extends it.
 fn header_set(env: &Env, name: &str, defaults: &[&str]) -> Result<HeaderSet, String> {
-    let list = var(env, name).unwrap_or_else(|| DEFAULT_LIST_TOKEN.to_owned());
+    let list = var(env, name)?.unwrap_or_else(|| DEFAULT_LIST_TOKEN.to_owned());
     HeaderSet::from_list(&list, defaults).map_err(|e| format!("{name}: {e}"))
 }
 
-/// A var's value, if it is set.
-pub(crate) fn var(env: &Env, name: &str) -> Option<String> {
-    env.var(name).ok().map(|v| v.to_string())
+/// A var's value, if it is set; an error if it is set to anything but a string. Wrangler
+/// passes a var written unquoted (`TOKEN_PATHS = ["/private"]`, `OUTLIER_FAILURES = 5`) as
+/// JSON, which `Env::var` reads as unset: `TOKEN_PATHS` then turned the token check off.
+pub(crate) fn var(env: &Env, name: &str) -> Result<Option<String>, String> {
+    let value = worker::js_sys::Reflect::get(env, &JsValue::from_str(name))
+        .map_err(|_| format!("{name}: the environment cannot be read"))?;
+    if value.is_undefined() {
+        return Ok(None);
+    }
+    let kind = value.js_typeof().as_string().unwrap_or_default();
+    value.as_string().map(Some).ok_or_else(|| {
+        format!("{name} must be a string: quote it in [vars] ({name} = \"...\"), not a {kind}")
+    })
 }
 
 /// A numeric var, if it is set and not blank.
 pub(crate) fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
-    var(env, name)
+    var(env, name)?
         .filter(|v| !v.trim().is_empty())
         .map(|v| {
             v.trim()
@@ -107,7 +118,7 @@ pub(crate) fn number(env: &Env, name: &str) -> Result<Option<u32>, String> {
 
 /// An on/off var, if it is set and not blank.
 pub(crate) fn switch(env: &Env, name: &str) -> Result<Option<bool>, String> {
-    let Some(value) = var(env, name).filter(|v| !v.trim().is_empty()) else {
+    let Some(value) = var(env, name)?.filter(|v| !v.trim().is_empty()) else {
         return Ok(None);
     };
     match value.trim() {

@@ -24,17 +24,16 @@ pub(crate) struct Daemon {
 impl Daemon {
     /// The daemon's settings; `needed_by` names the var that requires them, for the error.
     pub(crate) fn from_env(env: &Env, needed_by: &str) -> Result<Daemon, String> {
-        let url = var(env, DAEMON_URL)
+        let url = var(env, DAEMON_URL)?
             .ok_or_else(|| format!("{DAEMON_URL} is not set but {needed_by} needs the daemon"))?;
         let base = Origin::parse(&url).map_err(|e| format!("{DAEMON_URL}: {e}"))?;
-        let secret = env
-            .secret(DAEMON_SECRET)
-            .map(|s| s.to_string())
-            .ok()
-            .or_else(|| var(env, DAEMON_SECRET))
-            .ok_or_else(|| {
-                format!("the secret {DAEMON_SECRET} is not set but {needed_by} needs the daemon")
-            })?;
+        let secret = match env.secret(DAEMON_SECRET) {
+            Ok(secret) => Some(secret.to_string()),
+            Err(_) => var(env, DAEMON_SECRET)?,
+        };
+        let secret = secret.ok_or_else(|| {
+            format!("the secret {DAEMON_SECRET} is not set but {needed_by} needs the daemon")
+        })?;
         let timeout = number(env, DAEMON_TIMEOUT_MS)?.map_or(1000, u64::from);
         Ok(Daemon {
             base,

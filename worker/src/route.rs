@@ -63,7 +63,7 @@ enum Source {
 impl Routing {
     /// `Ok(None)` when no host table is configured (requests go to `ORIGIN_URL`).
     pub(crate) fn from_env(env: &Env) -> Result<Option<Routing>, String> {
-        let Some(table) = var(env, HOST_TABLE).filter(|v| !v.trim().is_empty()) else {
+        let Some(table) = var(env, HOST_TABLE)?.filter(|v| !v.trim().is_empty()) else {
             return Ok(None);
         };
         let source = if table.trim() == "daemon" {
@@ -78,7 +78,7 @@ impl Routing {
             Source::Static(Rc::new(static_table(&table)?))
         };
         let attributes =
-            RouteAttribute::parse_list(&var(env, ROUTE_ATTRIBUTES).unwrap_or_default())
+            RouteAttribute::parse_list(&var(env, ROUTE_ATTRIBUTES)?.unwrap_or_default())
                 .map_err(|e| format!("{ROUTE_ATTRIBUTES}: {e}"))?;
         Ok(Some(Routing {
             attributes,

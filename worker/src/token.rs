@@ -43,13 +43,13 @@ const TOKEN_MAX_AGE: &str = "TOKEN_MAX_AGE";
 impl TokenPolicy {
     /// `Ok(None)` when no path requires a token.
     pub(crate) fn from_env(env: &Env) -> Result<Option<TokenPolicy>, String> {
-        let paths = ProtectedPaths::parse(&var(env, TOKEN_PATHS).unwrap_or_default())
+        let paths = ProtectedPaths::parse(&var(env, TOKEN_PATHS)?.unwrap_or_default())
             .map_err(|e| format!("{TOKEN_PATHS}: {e}"))?;
         if paths.is_empty() {
             return Ok(None);
         }
         let required = |name: &str| {
-            var(env, name).ok_or_else(|| format!("{name} is not set but {TOKEN_PATHS} is"))
+            var(env, name)?.ok_or_else(|| format!("{name} is not set but {TOKEN_PATHS} is"))
         };
         let verifier = keys(&required(ISSUER_KEYS)?)?;
         // The first key listed is the one challenges advertise.
@@ -58,7 +58,7 @@ impl TokenPolicy {
             .next()
             .ok_or_else(|| format!("{ISSUER_KEYS} lists no key"))?;
         let issuer = required(ISSUER_NAME)?;
-        let origin_info = var(env, TOKEN_ORIGIN_INFO).unwrap_or_default();
+        let origin_info = var(env, TOKEN_ORIGIN_INFO)?.unwrap_or_default();
         let challenge = TokenChallenge::new(
             TOKEN_TYPE_BLIND_RSA,
             issuer.as_bytes(),
