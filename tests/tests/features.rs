@@ -398,6 +398,39 @@ fn a_file_the_store_fails_to_publish_is_tried_again_not_rejected() {
     });
 }
 
+/// A file that is not a socket at `features.socket` stops the start and is left alone: it was
+/// removed whatever it was (a typo there deleted that file).
+#[test]
+fn the_socket_path_never_removes_another_file() {
+    let setup = Setup::new("socket-path");
+    let precious = setup.dir.join("features.sock");
+    std::fs::write(&precious, "not a socket").unwrap();
+    let config = setup.dir.join("edgewised.toml");
+    let mut child = std::process::Command::new(edgewise_tests::daemon_bin())
+        .args([
+            "--config",
+            config.to_str().unwrap(),
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .env("EDGEWISED_API_SECRET", SECRET)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // It used to start (and serve on): stopped after a while, it fails below.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("is not a socket"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(&precious).unwrap(), "not a socket");
+}
+
 /// A store on a full file system refuses the publish with an error; the daemon stays up and
 /// the last version keeps serving. Its data files were sparse and written through a mapping,
 /// and the page that found no block raised SIGBUS: the daemon died (exit 135) mid-request.

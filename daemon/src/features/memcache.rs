@@ -23,11 +23,7 @@ pub trait Lookup: Send + Sync + 'static {
 
 /// Binds `path` (replacing a stale socket file) and serves until the runtime stops.
 pub fn serve(path: &Path, lookup: Arc<dyn Lookup>) -> io::Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(e),
-    }
+    remove_stale(path)?;
     let listener = UnixListener::bind(path)?;
     tokio::spawn(async move {
         loop {
@@ -43,6 +39,27 @@ pub fn serve(path: &Path, lookup: Arc<dyn Lookup>) -> io::Result<()> {
         }
     });
     Ok(())
+}
+
+/// Removes a socket left at `path` by an earlier run, and nothing else: the path was removed
+/// whatever it named, so a typo in `features.socket` deleted that file (the store's state, the
+/// host table), and a second daemon silently took the socket of a running one.
+fn remove_stale(path: &Path) -> io::Result<()> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !meta.file_type().is_socket() {
+        let why = "exists and is not a socket: not removed (is features.socket right?)";
+        return Err(io::Error::new(io::ErrorKind::AlreadyExists, why));
+    }
+    if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        let why = "is the socket of a running daemon";
+        return Err(io::Error::new(io::ErrorKind::AddrInUse, why));
+    }
+    std::fs::remove_file(path)
 }
 
 async fn connection(stream: UnixStream, lookup: Arc<dyn Lookup>) {
