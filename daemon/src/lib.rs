@@ -30,6 +30,6 @@ pub use features::{
 pub use hosts::{HostTables, Published, Reload};
 pub use server::Server;
 pub use shutdown::signal as shutdown_signal;
-pub use telemetry::init as init_telemetry;
+pub use telemetry::{filter as log_filter, init as init_telemetry};
 pub use tokencache::{Outcome, Spend, TokenCache};
 pub use workspaces::{PooledWorkspace, WorkspacePool};

@@ -6,7 +6,9 @@
 use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
-use edgewise_daemon::{Config, HostTables, Overrides, Server, init_telemetry, shutdown_signal};
+use edgewise_daemon::{
+    Auth, Config, HostTables, Overrides, Server, init_telemetry, log_filter, shutdown_signal,
+};
 
 /// edgewise sidecar daemon. Runs with no configuration at all; a TOML file, environment
 /// variables and flags override the defaults, in that order.
@@ -48,6 +50,10 @@ fn main() -> ExitCode {
 
 fn check_config(path: &std::path::Path, overrides: &Overrides) -> anyhow::Result<()> {
     let config = Config::load(Some(path), overrides)?;
+    // What serve refuses, this refuses: the log filter, and the API secret (its file may exist
+    // and not be readable by the service's user; the unit runs this check as that user).
+    log_filter(&config.log)?;
+    Auth::load(&config.api)?;
     // The host table is part of the configuration: a typo there must fail the check too.
     let hosts = HostTables::load(&config.hosts)?;
     if let Some(table) = hosts.current() {

@@ -7,8 +7,7 @@ use crate::{LogConfig, LogFormat};
 
 /// Installs the global `tracing` subscriber, writing to stderr.
 pub fn init(log: &LogConfig) -> anyhow::Result<()> {
-    let filter = EnvFilter::try_new(&log.filter)
-        .with_context(|| format!("invalid log filter {:?}", log.filter))?;
+    let filter = filter(log)?;
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
@@ -17,4 +16,9 @@ pub fn init(log: &LogConfig) -> anyhow::Result<()> {
         LogFormat::Json => builder.json().try_init(),
     };
     installed.map_err(|e| anyhow::anyhow!("installing log subscriber: {e}"))
+}
+
+/// The configured filter, or why it is not one (`check-config` asks too).
+pub fn filter(log: &LogConfig) -> anyhow::Result<EnvFilter> {
+    EnvFilter::try_new(&log.filter).with_context(|| format!("invalid log filter {:?}", log.filter))
 }

@@ -103,6 +103,32 @@ fn check_config_validates_without_serving() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("xml"));
+
+    // What serve refuses, the check refuses: it passed these, and the unit's ExecStart then
+    // failed, restarted by systemd in a loop.
+    let filter = dir.join("filter.toml");
+    std::fs::write(&filter, "[log]\nfilter = \"edgewise_daemon=verbose\"\n").unwrap();
+    let unreadable = dir.join("missing-secret.toml");
+    let secret = dir.join("no-such-secret");
+    std::fs::write(&unreadable, format!("[api]\nsecret_file = {secret:?}\n")).unwrap();
+    let short = dir.join("short-secret");
+    std::fs::write(&short, "abc12\n").unwrap();
+    let short_config = dir.join("short.toml");
+    std::fs::write(&short_config, format!("[api]\nsecret_file = {short:?}\n")).unwrap();
+    for (config, reason) in [
+        (&filter, "invalid log filter"),
+        (&unreadable, "no-such-secret"),
+        (&short_config, "at least 16 characters"),
+    ] {
+        let out = Command::new(daemon_bin())
+            .args(["check-config", config.to_str().unwrap()])
+            .env_remove("EDGEWISED_API_SECRET")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{config:?} passed");
+        assert!(stderr.contains(reason), "{stderr}");
+    }
 }
 
 #[test]
