@@ -10,10 +10,7 @@
 // Input from outside must be handled, not unwrapped.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
-use worker::{
-    Context, Env, Fetch, Headers, Request, RequestInit, RequestRedirect, Response, Result, Url,
-    console_error, event, wasm_bindgen::JsValue,
-};
+use worker::{Context, Env, Fetch, Request, Response, Result, Url, console_error, event};
 
 #[cfg(feature = "bench")]
 mod bench;
@@ -251,6 +248,8 @@ impl Hop<'_> {
 /// ones are deleted from that copy; the body is handed over as the incoming JS stream, so it is
 /// never copied into Wasm memory; redirects go back to the client as they came. The token of a
 /// token-checked request is the client's credential for edgewise, not for the origin: dropped.
+/// Built with `web_sys` by the method's text: `worker::Method` reads a method it does not know
+/// (PURGE, MKCOL, PROPFIND, QUERY) as GET, which forwarded them as GETs, or failed with a body.
 fn upstream_request(
     req: &Request,
     target: &str,
@@ -262,14 +261,16 @@ fn upstream_request(
     let incoming = req.inner().headers();
     let internal = strip::matches(&config.request_strip, &incoming, arena)
         .map_err(Failure::HeadersTooLarge)?;
-    let mut init = RequestInit::new();
-    init.with_method(req.method())
-        .with_headers(Headers(incoming))
-        .with_redirect(RequestRedirect::Manual)
-        .with_body(req.inner().body().map(JsValue::from));
-    let upstream =
-        Request::new_with_init(target, &init).map_err(|e| Failure::Internal(e.to_string()))?;
-    let outbound = upstream.inner().headers();
+    let init = web_sys::RequestInit::new();
+    init.set_method(&req.inner().method());
+    init.set_headers(&incoming);
+    init.set_redirect(web_sys::RequestRedirect::Manual);
+    if let Some(body) = req.inner().body() {
+        init.set_body(&body);
+    }
+    let upstream = web_sys::Request::new_with_str_and_init(target, &init)
+        .map_err(|e| Failure::Internal(format!("{e:?}")))?;
+    let outbound = upstream.headers();
     if let Some(internal) = internal {
         internal.delete_from(&outbound);
     }
@@ -278,5 +279,5 @@ fn upstream_request(
             .delete("authorization")
             .map_err(|e| Failure::Internal(format!("{e:?}")))?;
     }
-    Ok(upstream)
+    Ok(Request::from(upstream))
 }
