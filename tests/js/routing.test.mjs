@@ -462,6 +462,22 @@ test("a daemon stalling in the body costs a request the deadline, and checks go 
   });
 });
 
+// Each waiter used to start a check of its own once the one it waited on failed: behind a
+// daemon that did not answer, the k-th request waited k deadlines, and each asked the daemon.
+test("concurrent first requests share the first load's failure instead of each trying again", async () => {
+  const { proxy } = await daemonServing(tomlTable("b1"));
+  proxy.stall = true;
+  const mf = await fromDaemon(proxy, { HOST_TABLE_REFRESH_MS: "60000", DAEMON_TIMEOUT_MS: "300" });
+  const zoneB = { headers: { "x-edgewise-zone": "b" } };
+  const seen = await Promise.all(Array.from({ length: 6 }, () => labels(mf, 1, zoneB)));
+  assert.deepEqual(only(seen.flat()), [503]);
+  assert.equal(proxy.requests, 1, "each waiting request asked the daemon again");
+  // Past the retry time, a request tries again, and finds the daemon answering.
+  proxy.stall = false;
+  await new Promise((resolve) => setTimeout(resolve, 1100));
+  assert.deepEqual(only(await labels(mf, 2, zoneB)), ["b1"]);
+});
+
 test("concurrent first requests of an isolate wait for one fetch of the daemon's table", async () => {
   const { proxy } = await daemonServing(tomlTable("b1"));
   const mf = await fromDaemon(proxy, { HOST_TABLE_REFRESH_MS: "60000", DAEMON_TIMEOUT_MS: "2000" });

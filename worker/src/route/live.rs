@@ -49,6 +49,11 @@ thread_local! {
     /// Checks begun, counted: a table is installed only if no check begun later installed one
     /// (first loads run at once, and the slowest answer used to win).
     static CHECKS: Cell<u64> = const { Cell::new(0) };
+    /// The last first load that failed, while no table is held: requests waiting on it, and
+    /// those arriving for [`FIRST_LOAD_RETRY`] after, answer with its reason at once. Each
+    /// waiter used to start a check of its own in turn behind a daemon that did not answer,
+    /// the k-th waiting k deadlines.
+    static FIRST_LOAD_FAILED: RefCell<Option<FailedLoad>> = const { RefCell::new(None) };
     static RNG: Cell<u64> = const { Cell::new(0) };
     static EPOCHS: Cell<u64> = const { Cell::new(0) };
 }
@@ -117,12 +122,11 @@ async fn from_daemon(
     if !due || (loaded && checking(now)) {
         return Ok(());
     }
-    while !loaded && checking(now) {
-        Delay::from(FIRST_LOAD_POLL).await;
+    if !loaded {
+        now = first_load_turn(now, checking).await?;
         if LIVE.with(|l| l.borrow().is_some()) {
             return Ok(());
         }
-        now = now_ms();
     }
     CHECKING_SINCE.with(|c| c.set(Some(now)));
     let check = CHECKS.with(|c| {
@@ -134,8 +138,43 @@ async fn from_daemon(
     settle(fetched, now, outliers, check)
 }
 
+/// Before an isolate's first table: waits while another request checks, and returns the time
+/// when this one may check itself (if the other loaded a table, the caller finds it). The
+/// failure of the check awaited, or of one just before, is the answer: no waiter tries again
+/// behind it.
+async fn first_load_turn(mut now: u64, checking: impl Fn(u64) -> bool) -> Result<u64, Failure> {
+    loop {
+        if let Some(why) = first_load_failed(now) {
+            return Err(Failure::HostsUnavailable(why));
+        }
+        if !checking(now) || LIVE.with(|l| l.borrow().is_some()) {
+            return Ok(now);
+        }
+        Delay::from(FIRST_LOAD_POLL).await;
+        now = now_ms();
+    }
+}
+
 /// How often a request waiting for an isolate's first table looks for it.
 const FIRST_LOAD_POLL: Duration = Duration::from_millis(5);
+
+/// How long a failed first load answers for the daemon before a request tries again.
+const FIRST_LOAD_RETRY_MS: u64 = 1000;
+
+/// A first load that failed: when it ended, why.
+struct FailedLoad {
+    at: u64,
+    why: String,
+}
+
+/// Why the first load failed, if it failed within the retry time before `now`.
+fn first_load_failed(now: u64) -> Option<String> {
+    FIRST_LOAD_FAILED.with(|f| {
+        let failed = f.borrow();
+        let failed = failed.as_ref()?;
+        (now.saturating_sub(failed.at) < FIRST_LOAD_RETRY_MS).then(|| failed.why.clone())
+    })
+}
 
 /// What the daemon said about the table.
 enum Fetched {
@@ -268,7 +307,11 @@ fn settle(
                 live.checked_at = now;
                 Ok(())
             }
-            None => Err(Failure::HostsUnavailable(failed)),
+            None => {
+                let (at, why) = (now_ms(), failed.clone());
+                FIRST_LOAD_FAILED.with(|f| *f.borrow_mut() = Some(FailedLoad { at, why }));
+                Err(Failure::HostsUnavailable(failed))
+            }
         }
     })
 }
