@@ -28,7 +28,10 @@ impl Auth {
     pub fn load(config: &ApiConfig) -> anyhow::Result<Auth> {
         let secret = match std::env::var("EDGEWISED_API_SECRET") {
             Ok(secret) => Some(secret),
-            Err(_) => match &config.secret_file {
+            Err(std::env::VarError::NotUnicode(_)) => {
+                anyhow::bail!("EDGEWISED_API_SECRET is not UTF-8")
+            }
+            Err(std::env::VarError::NotPresent) => match &config.secret_file {
                 Some(path) => Some(read_secret(path)?),
                 None => None,
             },

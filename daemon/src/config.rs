@@ -393,7 +393,19 @@ impl Config {
     /// Defaults, overlaid by the file if one is given, then by `EDGEWISED__*` variables,
     /// `--set` assignments and the named flags (and their variables), in that order.
     pub fn load(path: Option<&Path>, overrides: &Overrides) -> anyhow::Result<Config> {
-        Config::load_with_env(path, std::env::vars(), overrides)
+        // `vars()` panics on any variable that is not UTF-8, ours or not (a daemon started
+        // with `LANG`-encoded junk somewhere died at start): only ours are read.
+        let mut ours = Vec::new();
+        for (name, value) in std::env::vars_os() {
+            let Some(name) = name.to_str().filter(|n| n.starts_with("EDGEWISED__")) else {
+                continue;
+            };
+            let value = value
+                .into_string()
+                .map_err(|_| anyhow::anyhow!("{name} is not UTF-8"))?;
+            ours.push((name.to_owned(), value));
+        }
+        Config::load_with_env(path, ours, overrides)
     }
 
     /// [`Config::load`] with the environment given rather than read.

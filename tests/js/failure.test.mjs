@@ -68,6 +68,8 @@ test("a var that is not a string is a 500, not an unset var", async () => {
     { INTERNAL_HEADERS: ["@default", "x-team-secret"] },
     { WORKSPACE_SCRUB: 7 },
     { HOST_TABLE: { hosts: [] } },
+    // A string, but 0: every daemon call gave up before the daemon could answer.
+    { HOST_TABLE: "daemon", DAEMON_URL: "http://127.0.0.1:9", DAEMON_SECRET: "s".repeat(24), DAEMON_TIMEOUT_MS: "0" },
   ]) {
     const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}`, ...bindings });
     const res = await w.dispatchFetch("http://edge.test/private/report");

@@ -131,6 +131,37 @@ fn check_config_validates_without_serving() {
     }
 }
 
+/// A variable that is not UTF-8 elsewhere in the environment is none of the daemon's business:
+/// `std::env::vars` panicked on it at start. One of its own is refused by name.
+#[test]
+fn a_non_utf8_environment_is_read_without_a_panic() {
+    use std::os::unix::ffi::OsStrExt;
+    let dir = scratch_dir("non-utf8");
+    let config = dir.join("edgewised.toml");
+    std::fs::write(&config, "").unwrap();
+    let latin1 = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let check = |name: &str| {
+        Command::new(daemon_bin())
+            .args(["check-config", config.to_str().unwrap()])
+            .env(name, latin1)
+            .output()
+            .unwrap()
+    };
+    let out = check("SOME_UNRELATED");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = check("EDGEWISED__LOG__FILTER");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("EDGEWISED__LOG__FILTER is not UTF-8"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn listen_conflict_is_reported() {
     let first = Daemon::start(&[]);

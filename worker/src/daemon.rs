@@ -35,6 +35,12 @@ impl Daemon {
             format!("the secret {DAEMON_SECRET} is not set but {needed_by} needs the daemon")
         })?;
         let timeout = number(env, DAEMON_TIMEOUT_MS)?.map_or(1000, u64::from);
+        // 0 was taken, and every call then gave up before the daemon could answer.
+        if timeout == 0 {
+            return Err(format!(
+                "{DAEMON_TIMEOUT_MS} must be at least 1 (milliseconds)"
+            ));
+        }
         Ok(Daemon {
             base,
             authorization: format!("Bearer {}", secret.trim()),
