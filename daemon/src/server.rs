@@ -1,9 +1,15 @@
 //! The HTTP API's lifecycle: bind, serve, drain on shutdown.
 
-use std::{future::Future, net::SocketAddr, sync::Arc};
+use std::{future::Future, net::SocketAddr, sync::Arc, time::Duration};
 
 use anyhow::Context;
-use tokio::{net::TcpListener, sync::Notify};
+use hyper::server::conn::http1;
+use hyper_util::{
+    rt::{TokioIo, TokioTimer},
+    server::graceful::GracefulShutdown,
+    service::TowerToHyperService,
+};
+use tokio::net::TcpListener;
 
 use crate::{Config, api::App, api::router};
 
@@ -43,26 +49,52 @@ impl Server {
 
     /// Serves until `shutdown` completes, then stops accepting and lets in-flight requests
     /// finish for at most the configured grace period.
+    ///
+    /// Connections are served by hyper's own builder, not `axum::serve`, which sets no timer:
+    /// a client trickling its header lines held its connection (and a file descriptor) for as
+    /// long as it liked, since `request_timeout_ms` starts once the headers are in, and one
+    /// half-sent request kept a stopping daemon waiting for the whole grace period. Headers now
+    /// have `request_timeout_ms` to arrive.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
         let addr = self.local_addr()?;
         let grace = self.config.shutdown_grace();
-        tracing::info!(%addr, "listening");
-
-        let draining = Arc::new(Notify::new());
-        let notify = Arc::clone(&draining);
-        let app = Arc::clone(&self.app);
+        let mut http = http1::Builder::new();
+        http.timer(TokioTimer::new())
+            .header_read_timeout(self.config.request_timeout());
         let routes = router(Arc::clone(&self.app));
-        let serve = axum::serve(self.listener, routes).with_graceful_shutdown(async move {
-            shutdown.await;
-            app.drain();
-            notify.notify_one();
-        });
+        let graceful = GracefulShutdown::new();
+        tracing::info!(%addr, "listening");
+        tokio::pin!(shutdown);
+        loop {
+            let stream = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(error) => {
+                        // Out of file descriptors, most likely: others may close meanwhile.
+                        tracing::warn!(%error, "accepting a connection failed");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                },
+                () = &mut shutdown => break,
+            };
+            let service = TowerToHyperService::new(routes.clone());
+            let connection = http.serve_connection(TokioIo::new(stream), service);
+            let connection = graceful.watch(connection);
+            tokio::spawn(async move {
+                if let Err(error) = connection.await {
+                    tracing::debug!(%error, "connection ended");
+                }
+            });
+        }
+        drop(self.listener);
+        self.app.drain();
         tokio::select! {
-            served = serve.into_future() => served.context("serving HTTP")?,
-            () = async { draining.notified().await; tokio::time::sleep(grace).await } => {
+            () = graceful.shutdown() => {}
+            () = tokio::time::sleep(grace) => {
                 tracing::warn!(?grace, "grace period over, dropping in-flight requests");
             }
         }

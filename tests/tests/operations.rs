@@ -160,6 +160,57 @@ fn a_request_trickling_its_body_is_cut_off_with_408() {
     assert_eq!(status, 200);
 }
 
+/// A client trickling its header lines is cut off once `request_timeout_ms` passes, and a
+/// stopping daemon does not wait on it: the deadline started only once the headers were in,
+/// so such a connection stayed open as long as the client kept sending, and one held a SIGTERM
+/// for the whole grace period.
+#[test]
+fn a_client_trickling_its_headers_is_cut_off() {
+    let daemon = Daemon::start(&[
+        "--set",
+        "server.request_timeout_ms=300",
+        "--set",
+        "server.shutdown_grace_secs=20",
+    ]);
+    let mut stream = TcpStream::connect(daemon.addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    stream
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    let started = Instant::now();
+    let closed = loop {
+        if started.elapsed() > Duration::from_secs(5) {
+            break false;
+        }
+        // A header line every 100 ms, never the blank line that ends them.
+        if stream.write_all(b"X-Slow: 1\r\n").is_err() {
+            break true;
+        }
+        let mut byte = [0u8; 1];
+        match stream.read(&mut byte) {
+            Ok(0) => break true,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(closed, "a trickling client still connected after 5 s");
+
+    let mut half = TcpStream::connect(daemon.addr).unwrap();
+    half.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n")
+        .unwrap();
+    daemon.signal("TERM");
+    let stopping = Instant::now();
+    let (status, _) = daemon.wait(Duration::from_secs(15));
+    assert!(status.success(), "{status}");
+    assert!(
+        stopping.elapsed() < Duration::from_secs(15),
+        "a half-sent request held the stop"
+    );
+}
+
 #[test]
 fn any_setting_can_come_from_the_environment_or_set() {
     let dir = std::env::temp_dir().join(format!("edgewise-ops-set-{}", std::process::id()));
