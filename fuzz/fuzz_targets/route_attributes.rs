@@ -4,7 +4,7 @@
 
 use edgewise::{
     AttributeSource, MAX_PATH_PREFIXES, MAX_ROUTE_ATTRIBUTES, RouteAttribute, path_segment,
-    prefix_value, query_value,
+    prefix_value, query_value, routing_path,
 };
 use libfuzzer_sys::fuzz_target;
 
@@ -20,12 +20,37 @@ fuzz_target!(|data: &[u8]| {
         match &attribute.source {
             AttributeSource::Header(name) => assert_eq!(name, &name.to_ascii_lowercase()),
             AttributeSource::Query(name) => {
-                // The first parameter of that name, by splitting the query.
-                let expected = query.split('&').find_map(|pair| match pair.split_once('=') {
-                    Some((k, v)) => (k == name).then_some(v),
-                    None => (pair == name).then_some(""),
-                });
-                assert_eq!(query_value(query, name), expected);
+                // The one parameter of that name, decoded as forms are; none if given twice.
+                // Text that does not decode to UTF-8 stays as it was sent.
+                let decode = |sent: &str| -> String {
+                    let t = sent.replace('+', " ");
+                    let (b, mut out, mut i) = (t.as_bytes(), Vec::new(), 0);
+                    while i < b.len() {
+                        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+                        match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+                            (b'%', Some(byte)) if !hex.unwrap().starts_with(['+', '-']) => {
+                                out.push(byte);
+                                i += 3;
+                            }
+                            (byte, _) => {
+                                out.push(byte);
+                                i += 1;
+                            }
+                        }
+                    }
+                    String::from_utf8(out).unwrap_or_else(|_| sent.to_owned())
+                };
+                let matches: Vec<String> = query
+                    .split('&')
+                    .filter_map(|pair| {
+                        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+                        let k = if k.contains(['%', '+']) { decode(k) } else { k.to_owned() };
+                        let v = if v.contains(['%', '+']) { decode(v) } else { v.to_owned() };
+                        (&k == name).then_some(v)
+                    })
+                    .collect();
+                let expected = (matches.len() == 1).then(|| matches[0].clone());
+                assert_eq!(query_value(query, name).map(|v| v.into_owned()), expected);
             }
             AttributeSource::PathSegment(n) => {
                 if let Some(segment) = path_segment(path, *n) {
@@ -34,9 +59,11 @@ fuzz_target!(|data: &[u8]| {
             }
             AttributeSource::PathPrefix(rules) => {
                 assert!(!rules.is_empty() && rules.len() <= MAX_PATH_PREFIXES);
+                // Matched against the path as origins read it, ignoring ASCII case.
+                let read = routing_path(path).to_ascii_lowercase();
                 let under = |prefix: &str| {
-                    let prefix = prefix.trim_end_matches('/');
-                    path == prefix || path.starts_with(&format!("{prefix}/"))
+                    let prefix = prefix.trim_end_matches('/').to_ascii_lowercase();
+                    read == prefix || read.starts_with(&format!("{prefix}/"))
                 };
                 // The longest prefix the path is under, by whole segments.
                 let expected = rules
@@ -44,7 +71,7 @@ fuzz_target!(|data: &[u8]| {
                     .filter(|r| under(&r.prefix))
                     .max_by_key(|r| r.prefix.trim_end_matches('/').len())
                     .map(|r| r.value.as_str());
-                assert_eq!(prefix_value(path, rules), expected);
+                assert_eq!(prefix_value(&routing_path(path), rules), expected);
             }
             _ => {}
         }

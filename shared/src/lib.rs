@@ -33,6 +33,7 @@ mod headers;
 mod hosttable;
 mod origin;
 mod outlier;
+mod path;
 mod privacypass;
 mod protected;
 mod route;
@@ -63,7 +64,7 @@ pub use privacypass::{
 pub use protected::{DECODE_PASSES, ProtectedPaths};
 pub use route::{
     AttributeSource, MAX_PATH_PREFIXES, MAX_ROUTE_ATTRIBUTES, PathPrefix, RouteAttribute,
-    path_segment, prefix_value, query_value,
+    path_segment, prefix_value, query_value, routing_path,
 };
 #[cfg(feature = "store")]
 pub use store::{

@@ -10,10 +10,14 @@
 //! is no prefix of `/v2beta`). A missing attribute leaves its key out of the metadata (the
 //! subset load balancer's fallbacks then decide).
 //!
-//! Values are taken as sent (no percent-decoding), so extracting them never allocates.
+//! Paths and queries are read as origins read them, not as sent: a client spelling `/admin`
+//! as `//admin`, `/%61dmin`, `/ADMIN` or `/admin;x`, or `stage=canary` as `st%61ge=canary`,
+//! reached the pool of another route than the origin then served (see [`routing_path`] and
+//! [`query_value`]). Only a path or query with something to decode allocates.
 
-use alloc::{string::String, vec::Vec};
+use alloc::{borrow::Cow, string::String, vec::Vec};
 
+use crate::path::{Params, Slashes, decode_once, is_plain, normalised};
 use crate::{Error, MAX_VALUE_LEN};
 
 /// Most attributes a list may name: metadata beyond this is not a routing key any more.
@@ -113,12 +117,52 @@ impl RouteAttribute {
     }
 }
 
-/// The value of query parameter `name` in `query` (without the `?`), as sent.
-pub fn query_value<'q>(query: &'q str, name: &str) -> Option<&'q str> {
-    query.split('&').find_map(|pair| {
+/// The value of query parameter `name` in `query` (without the `?`), names and values
+/// decoded as forms are (`%XX`, `+` for a space); `None` if the name is missing or given more
+/// than once (origins differ on which of two they take: PHP and Rails the last, others the
+/// first, so a repeated routing key routes by neither).
+pub fn query_value<'q>(query: &'q str, name: &str) -> Option<Cow<'q, str>> {
+    let mut found = None;
+    for pair in query.split('&') {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        (k == name).then_some(v)
-    })
+        if form_decoded(k) == name {
+            if found.is_some() {
+                return None;
+            }
+            found = Some(form_decoded(v));
+        }
+    }
+    found
+}
+
+/// `text` as a form's name or value reads: `+` a space, `%XX` its byte (text that does not
+/// decode to UTF-8 as it was sent).
+fn form_decoded(text: &str) -> Cow<'_, str> {
+    if !text.contains(['%', '+']) {
+        return Cow::Borrowed(text);
+    }
+    let mut bytes = text.replace('+', " ").into_bytes();
+    decode_once(&mut bytes);
+    match String::from_utf8(bytes) {
+        Ok(decoded) => Cow::Owned(decoded),
+        Err(_) => Cow::Borrowed(text),
+    }
+}
+
+/// `path` as most origins read it before routing it: percent-decoded once, `;` parameters
+/// dropped, empty and `.` segments dropped and `..` resolved (nginx, Tomcat, Envoy with path
+/// normalisation). Borrowed when that is `path` itself.
+pub fn routing_path(path: &str) -> Cow<'_, str> {
+    if is_plain(path.as_bytes()) {
+        return Cow::Borrowed(path);
+    }
+    let mut bytes = path.as_bytes().to_vec();
+    decode_once(&mut bytes);
+    let read = normalised(&bytes, Slashes::Forward, Params::Drop);
+    match String::from_utf8(read) {
+        Ok(read) => Cow::Owned(read),
+        Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),
+    }
 }
 
 /// `/a=x|/b/c=y`: the prefixes, longest first.
@@ -131,7 +175,7 @@ fn parse_prefixes(list: &str) -> Result<Vec<PathPrefix>, &'static str> {
                 .ok_or("expected prefix:/PATH=VALUE|...")?;
             let (prefix, value) = (prefix.trim(), value.trim());
             if !prefix.starts_with('/') || !prefix.bytes().all(is_prefix_byte) {
-                return Err("a prefix starts with / and has no space, ?, # or =");
+                return Err("a prefix starts with / and has no space, ?, #, =, % or ;");
             }
             // The runtime's URL parser resolves these before the path is matched.
             if prefix
@@ -161,24 +205,31 @@ fn parse_prefixes(list: &str) -> Result<Vec<PathPrefix>, &'static str> {
     Ok(rules)
 }
 
+/// Bytes a prefix may hold: it is matched against [`routing_path`]'s reading, decoded and
+/// without `;` parameters, so it is written as one.
 fn is_prefix_byte(b: u8) -> bool {
-    b.is_ascii_graphic() && !matches!(b, b'?' | b'#' | b'=')
+    b.is_ascii_graphic() && !matches!(b, b'?' | b'#' | b'=' | b'%' | b';')
 }
 
 /// The value of the first of `prefixes` (longest first, as [`AttributeSource::PathPrefix`]
-/// keeps them) that `path` starts with, by whole segments: `/api` and `/api/` are prefixes of
-/// `/api` and `/api/users`, not of `/apis`; `/` is a prefix of every path.
+/// keeps them) that `path` (a [`routing_path`]) starts with, by whole segments and ignoring
+/// ASCII case (IIS does; an origin that does not serves nothing under `/ADMIN` anyway):
+/// `/api` and `/api/` are prefixes of `/api` and `/api/users`, not of `/apis`; `/` is a
+/// prefix of every path.
 pub fn prefix_value<'p>(path: &str, prefixes: &'p [PathPrefix]) -> Option<&'p str> {
     prefixes
         .iter()
         .find(|p| {
-            path.strip_prefix(p.prefix.as_str())
-                .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            let (path, prefix) = (path.as_bytes(), p.prefix.as_bytes());
+            path.split_at_checked(prefix.len())
+                .is_some_and(|(head, rest)| {
+                    head.eq_ignore_ascii_case(prefix) && matches!(rest.first(), None | Some(b'/'))
+                })
         })
         .map(|p| p.value.as_str())
 }
 
-/// The `n`-th non-empty segment of `path` (from 1).
+/// The `n`-th non-empty segment of `path` (a [`routing_path`], from 1).
 pub fn path_segment(path: &str, n: usize) -> Option<&str> {
     path.split('/')
         .filter(|s| !s.is_empty())

@@ -86,6 +86,12 @@ test("a static table routes each request by its metadata", async () => {
   assert.deepEqual(only(beta), ["beta"]);
   const prod = await labels(mf, 8, { path: "/echo?x=1&stage=prod", headers: { "x-edgewise-zone": "a" } });
   assert.deepEqual(only(prod), ["a1", "a2"]);
+  // Decoded as the origin decodes it; a key given twice (origins differ on which counts)
+  // routes by neither: zone a's subset.
+  const decoded = await labels(mf, 3, { path: "/echo?st%61ge=b%65ta", headers: { "x-edgewise-zone": "a" } });
+  assert.deepEqual(only(decoded), ["beta"]);
+  const twice = await labels(mf, 12, { path: "/echo?stage=prod&stage=beta", headers: { "x-edgewise-zone": "a" } });
+  assert.deepEqual(only(twice), ["a1", "a2", "beta"]);
   // No metadata, or a zone nobody has: ANY_ENDPOINT.
   assert.equal((await labels(mf, 4)).every((l) => typeof l === "string"), true);
   assert.equal((await labels(mf, 4, { headers: { "x-edgewise-zone": "zz" } })).every((l) => typeof l === "string"), true);
@@ -119,6 +125,12 @@ test("path segments and path prefixes route too", async () => {
   assert.deepEqual(only(await labels(byPrefix, 3, { path: "/api/assets/app.js" })), ["b1"]);
   assert.deepEqual(only(await labels(byPrefix, 3, { path: "/static" })), ["b1"]);
   assert.deepEqual(only(await labels(byPrefix, 2, { path: "/apis" })), [503]);
+  // Each spelling of /static an origin reads as /static routes there too (they went to 503
+  // or another pool, as sent).
+  for (const path of ["//static/app.js", "/%73tatic/app.js", "/STATIC/app.js", "/static;v=1/app.js"]) {
+    assert.deepEqual(only(await labels(byPrefix, 1, { path })), ["b1"], path);
+  }
+  assert.deepEqual(only(await labels(mf, 1, { path: "/%61pi/v1" })), ["a1"]);
 });
 
 test("a dead origin is skipped: the request is retried on another host of its subset", async () => {

@@ -17,7 +17,7 @@ use std::{rc::Rc, time::Duration};
 
 use edgewise::{
     AttributeSource, HostTable, OutlierPolicy, RouteAttribute, path_segment, prefix_value,
-    query_value,
+    query_value, routing_path,
 };
 use worker::{Env, Request, Url};
 
@@ -113,9 +113,12 @@ impl Routing {
         }
     }
 
-    /// The metadata of `req`: (attribute's position, value) for every attribute present.
+    /// The metadata of `req`: (attribute's position, value) for every attribute present; the
+    /// path and query read as origins read them.
     fn values(&self, req: &Request, url: &Url) -> Vec<(usize, String)> {
         let headers = req.headers();
+        let path = std::cell::OnceCell::new();
+        let path = || path.get_or_init(|| routing_path(url.path()));
         self.attributes
             .iter()
             .enumerate()
@@ -123,13 +126,11 @@ impl Routing {
                 let value = match &a.source {
                     AttributeSource::Header(name) => headers.get(name).ok().flatten(),
                     AttributeSource::Query(name) => {
-                        query_value(url.query()?, name).map(str::to_owned)
+                        query_value(url.query()?, name).map(|v| v.into_owned())
                     }
-                    AttributeSource::PathSegment(n) => {
-                        path_segment(url.path(), *n).map(str::to_owned)
-                    }
+                    AttributeSource::PathSegment(n) => path_segment(path(), *n).map(str::to_owned),
                     AttributeSource::PathPrefix(rules) => {
-                        prefix_value(url.path(), rules).map(str::to_owned)
+                        prefix_value(path(), rules).map(str::to_owned)
                     }
                     _ => None,
                 }?;

@@ -62,11 +62,31 @@ fn bad_entries_name_themselves() {
 }
 
 #[test]
-fn values_are_found_as_sent() {
-    assert_eq!(query_value("a=1&stage=beta&b", "stage"), Some("beta"));
-    assert_eq!(query_value("a=1&b", "b"), Some(""));
-    assert_eq!(query_value("stagex=1", "stage"), None);
-    assert_eq!(query_value("", "stage"), None);
+fn values_are_found_as_origins_read_them() {
+    let query = |q, name| query_value(q, name).map(Cow::into_owned);
+    assert_eq!(query("a=1&stage=beta&b", "stage").as_deref(), Some("beta"));
+    assert_eq!(query("a=1&b", "b").as_deref(), Some(""));
+    assert_eq!(query("stagex=1", "stage"), None);
+    assert_eq!(query("", "stage"), None);
+    // Decoded as forms are, names and values: origins read these as stage=canary.
+    assert_eq!(query("st%61ge=canary", "stage").as_deref(), Some("canary"));
+    assert_eq!(query("stage=c%61nary", "stage").as_deref(), Some("canary"));
+    assert_eq!(query("q=a+b%2B", "q").as_deref(), Some("a b+"));
+    assert_eq!(query("gr%C3%B6%C3%9Fe=x", "größe").as_deref(), Some("x"));
+    // Twice: PHP and Rails act on the last, others on the first; neither routes.
+    assert_eq!(query("stage=prod&stage=canary", "stage"), None);
+    assert_eq!(query("stage=prod&st%61ge=canary", "stage"), None);
+    for (sent, read) in [
+        ("/admin/users", "/admin/users"),
+        ("//admin/users", "/admin/users"),
+        ("/%61dmin/users", "/admin/users"),
+        ("/admin;x/users", "/admin/users"),
+        ("/a/./b/../admin/", "/a/admin/"),
+        ("/", "/"),
+    ] {
+        assert_eq!(routing_path(sent), read, "{sent}");
+    }
+    assert!(matches!(routing_path("/admin/users"), Cow::Borrowed(_)));
     assert_eq!(path_segment("/api/v1/x", 1), Some("api"));
     assert_eq!(path_segment("//api//v1", 2), Some("v1"));
     assert_eq!(path_segment("/api", 2), None);
@@ -99,6 +119,25 @@ fn the_longest_prefix_by_whole_segments_gives_the_value() {
         ("", Some("v3")),
     ] {
         assert_eq!(prefix_value(path, &rules), value, "{path}");
+    }
+    // Read as origins read the path: each of these is /admin to some.
+    let pools = prefixes("/admin=admin|/=public");
+    for sent in [
+        "/admin/users",
+        "//admin/users",
+        "/%61dmin/users",
+        "/ADMIN/users",
+        "/admin;x/users",
+    ] {
+        assert_eq!(
+            prefix_value(&routing_path(sent), &pools),
+            Some("admin"),
+            "{sent}"
+        );
+    }
+    for prefix in ["/a%62", "/a;b"] {
+        let list = alloc::format!("v=prefix:{prefix}=x");
+        assert!(RouteAttribute::parse_list(&list).is_err(), "{prefix}");
     }
     let without_root = prefixes("/v2=v2");
     assert_eq!(prefix_value("/v3/x", &without_root), None);
