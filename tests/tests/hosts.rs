@@ -177,19 +177,21 @@ fn a_changed_file_is_picked_up_without_a_signal() {
 }
 
 /// A file written slowly, a host at a time (each prefix a valid table), is read once it held
-/// still: one table published, all ten hosts. Each tick that saw it changed read it, and
+/// still: one table published, all twelve hosts. Each tick that saw it changed read it, and
 /// published the half tables it caught.
 #[test]
 fn a_file_being_written_is_read_once_it_holds_still() {
-    let setup = Setup::new("slow-write", 150);
+    // Writes 40 ms apart, polls 300 ms apart: a partial table is read only if the writer
+    // stalls a whole interval (the old reload read one at the first poll mid-write).
+    let setup = Setup::new("slow-write", 300);
     let daemon = setup.start();
     let host = |i: u16| format!("\n[[hosts]]\naddress = \"http://127.0.0.1:{}\"\n", 9100 + i);
     let mut file = std::fs::File::create(setup.table_path()).unwrap();
-    for i in 0..10 {
+    for i in 0..12 {
         use std::io::Write as _;
         file.write_all(host(i).as_bytes()).unwrap();
         file.flush().unwrap();
-        thread::sleep(Duration::from_millis(60));
+        thread::sleep(Duration::from_millis(40));
     }
     drop(file);
     let deadline = Instant::now() + Duration::from_secs(5);
@@ -197,7 +199,7 @@ fn a_file_being_written_is_read_once_it_holds_still() {
         .unwrap()
         .hosts
         .len()
-        != 10
+        != 12
     {
         assert!(Instant::now() < deadline, "the whole table is never served");
         thread::sleep(Duration::from_millis(20));
