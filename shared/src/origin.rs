@@ -66,9 +66,7 @@ impl Origin {
         base.push_str("://");
         let start = base.len();
         base.extend(host.chars().map(|c| c.to_ascii_lowercase()));
-        // `check_port` let only 1-65535 through: something is left of it.
-        let port = port.map(|p| p.trim_start_matches('0'));
-        if let Some(port) = port.filter(|&p| p != scheme.default_port()) {
+        if let Some(port) = normal_port(scheme, port) {
             base.push(':');
             base.push_str(port);
         }
@@ -93,7 +91,7 @@ impl Origin {
         let name = &url[..url.len() - authority.len() - prefix.len()];
         let lower = |s: &str| !s.bytes().any(|b| b.is_ascii_uppercase());
         let (_, port) = split_port(authority)?;
-        let port_normal = port.is_none_or(|p| !p.starts_with('0') && p != scheme.default_port());
+        let port_normal = normal_port(scheme, port) == port;
         Ok(lower(name) && lower(authority) && port_normal && !prefix.ends_with('/'))
     }
 
@@ -202,6 +200,13 @@ fn check_authority(authority: &str) -> Result<(), Error> {
     }
 }
 
+/// A checked port as the normal form writes it: without leading zeros, and none if it is the
+/// scheme's default (`check_port` let only 1-65535 through: something is left of it).
+fn normal_port(scheme: Scheme, port: Option<&str>) -> Option<&str> {
+    port.map(|p| p.trim_start_matches('0'))
+        .filter(|&p| p != scheme.default_port())
+}
+
 /// Splits `host[:port]`, where host may be a bracketed IPv6 literal full of colons.
 fn split_port(authority: &str) -> Result<(&str, Option<&str>), Error> {
     if authority.starts_with('[') {
@@ -299,8 +304,8 @@ mod tests;
 /// Whether `url` is an origin of the usual shape and in normal form, checked in one pass:
 /// `http(s)://`, a host of lower-case letters, digits, `-`, `_` and single dots (not first),
 /// an optional port without leading zeros and neither 80 nor 443 (either scheme's default:
-/// a port the scan cannot place, left to the general check), an optional path prefix of visible ASCII without `?` or `#` and not
-/// ending in `/`. `true` only where [`split_checked`] accepts; `false` leaves the verdict, and
+/// a port the scan cannot place, left to the general check), an optional path prefix of
+/// visible ASCII without `?` or `#` and not ending in `/`. `true` only where [`split_checked`] accepts; `false` leaves the verdict, and
 /// the reason of a refusal, to it. Host tables check every address (a million at most), and
 /// the general checks take several passes.
 fn plainly_valid(url: &str) -> bool {
