@@ -92,28 +92,14 @@ fn key(kind: u32, len: usize, first: u8, last: u8) -> u32 {
 
 /// The spellings a probe may give byte `b` of a folded entry, as keys and the prefix filter
 /// read them: `-` may come as `_`.
-fn spellings(b: u8) -> &'static [u8] {
-    match b {
-        b'-' => b"-_",
-        _ => core::slice::from_ref(&BYTES[b as usize]),
-    }
+fn spellings(b: u8) -> impl Iterator<Item = u8> + Clone {
+    [b, b'_'].into_iter().take(if b == b'-' { 2 } else { 1 })
 }
 
-/// Every `(a, b)` of `a` and `b`.
-fn pairs<'a>(a: &'a [u8], b: &'a [u8]) -> impl Iterator<Item = (&'a u8, &'a u8)> {
-    a.iter().flat_map(move |x| b.iter().map(move |y| (x, y)))
+/// The spellings a probe may give the bytes `first` and `last` of an entry, in pairs.
+fn end_spellings(first: u8, last: u8) -> impl Iterator<Item = (u8, u8)> {
+    spellings(first).flat_map(move |f| spellings(last).map(move |l| (f, l)))
 }
-
-/// Every byte, itself: [`spellings`] lends one out of it.
-const BYTES: [u8; 256] = {
-    let mut all = [0; 256];
-    let mut b = 0;
-    while b < 256 {
-        all[b] = b as u8;
-        b += 1;
-    }
-    all
-};
 
 impl HeaderSet {
     /// Builds a set from header names; an entry ending in `*` is a prefix rule (`x-edgewise-*`
@@ -393,7 +379,7 @@ impl Builder {
         let gate_at = prefixes.iter().map(|p| p.len() - 1).min().unwrap_or(0);
         let mut prefix_gate = [0u64; 4];
         for p in &prefixes {
-            for (&first, &at) in pairs(spellings(p[0]), spellings(p[gate_at])) {
+            for (first, at) in end_spellings(p[0], p[gate_at]) {
                 let bit = gate_bit(first, at);
                 prefix_gate[bit >> 6] |= 1 << (bit & 63);
             }
@@ -407,13 +393,10 @@ impl Builder {
             let (Some(&first), Some(&last)) = (t.first(), t.last()) else {
                 continue;
             };
-            for (&f, &l) in pairs(spellings(first), spellings(last)) {
+            for (f, l) in end_spellings(first, last) {
                 keyed.push((key(kind, t.len(), f, l), t.clone()));
             }
         }
-        // A one-byte entry's first byte is its last: `_` and `-` pair with themselves only.
-        keyed.sort_unstable();
-        keyed.dedup();
         let mut keys: Vec<u32> = keyed.iter().map(|(k, _)| *k).collect();
         keys.sort_unstable();
         keys.dedup();
