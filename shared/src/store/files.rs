@@ -69,7 +69,11 @@ pub(crate) type Identity = (u64, u64);
 
 /// The identity of the file at `path`, if there is one.
 pub(crate) fn identity(path: &Path) -> Option<Identity> {
-    fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+    fs::metadata(path).ok().as_ref().map(identity_of)
+}
+
+fn identity_of(meta: &fs::Metadata) -> Identity {
+    (meta.dev(), meta.ino())
 }
 
 impl StateMap {
@@ -125,7 +129,7 @@ impl StateMap {
             .map_err(StoreError::io("map", path))?;
         Ok(StateMap {
             map,
-            identity: (meta.dev(), meta.ino()),
+            identity: identity_of(&meta),
         })
     }
 
