@@ -50,7 +50,7 @@ thread_local! {
     /// (first loads run at once, and the slowest answer used to win).
     static CHECKS: Cell<u64> = const { Cell::new(0) };
     /// The last first load that failed, while no table is held: requests waiting on it, and
-    /// those arriving for [`FIRST_LOAD_RETRY`] after, answer with its reason at once. Each
+    /// those arriving for [`FIRST_LOAD_RETRY_MS`] after, answer with its reason at once. Each
     /// waiter used to start a check of its own in turn behind a daemon that did not answer,
     /// the k-th waiting k deadlines.
     static FIRST_LOAD_FAILED: RefCell<Option<FailedLoad>> = const { RefCell::new(None) };
