@@ -5,8 +5,10 @@
 //! `len` ids share the low 60 bits in lanes of `60 / len` bits, each id stored plus one (a lane
 //! is never zero); the top 4 bits hold `len`. While every id interned fits its lane (below
 //! 2^60 ids for one, 2^30 for two, 2^20 for three, 2^15 for four) the packing is one-to-one and
-//! the key alone decides; beyond, ids are truncated to their lanes and the caller also compares
-//! the subset's ids.
+//! the key alone decides; beyond, ids spill into the lanes above theirs (the last into the
+//! length's bits, which it can only set, so a key is never 0) and the caller also compares the
+//! subset's ids. Nothing masks an id to its lane: while keys are exact none needs it, and
+//! four masks were 2% of a 4 keys x 3 values lookup's instructions.
 
 use super::metadata::{METADATA_CAPACITY, UNKNOWN_VALUE as UNKNOWN};
 
@@ -56,11 +58,10 @@ pub(super) fn pack(kvs: impl Iterator<Item = u32>, len: usize) -> u64 {
 #[inline(always)]
 fn pack_n<const N: usize>(mut kvs: impl Iterator<Item = u32>) -> u64 {
     let lane = LANES / N as u32;
-    let mask = (1u64 << lane) - 1;
     let mut key = (N as u64) << LANES;
     for i in 0..N as u32 {
         let kv = kvs.next().unwrap_or(UNKNOWN);
-        key |= (u64::from(kv.wrapping_add(1)) & mask) << (lane * i);
+        key |= u64::from(kv.wrapping_add(1)) << (lane * i);
     }
     key
 }
@@ -68,10 +69,9 @@ fn pack_n<const N: usize>(mut kvs: impl Iterator<Item = u32>) -> u64 {
 /// [`pack`] of any number of ids.
 fn pack_any(kvs: impl Iterator<Item = u32>, len: usize) -> u64 {
     let lane = lane(len);
-    let mask = (1u64 << lane) - 1;
     let mut key = (len as u64) << LANES;
     for (i, kv) in kvs.enumerate() {
-        key |= (u64::from(kv.wrapping_add(1)) & mask) << (lane * i as u32);
+        key |= u64::from(kv.wrapping_add(1)).unbounded_shl(lane * i as u32);
     }
     key
 }

@@ -934,40 +934,54 @@ fn metadata_records_unknown_and_overflowing_keys() {
     assert!(full.has_foreign_key());
 }
 
-/// More value ids than four-key subset keys have room for (2^15): keys then collide after
-/// truncation, and the subset's own ids decide.
+/// More value ids than four-key subset keys have room for (2^15): an id then spills into the
+/// lane above its own, so keys of different ids collide, and the subset's own ids decide.
 #[test]
 fn subset_keys_beyond_their_lanes_compare_ids() {
-    let a = |i: usize| if i < 1 << 15 { "0" } else { "1" };
-    let labels: Vec<String> = (0..33_000)
-        .map(|i| format!("a={},b=1,c=1,id=x{i}", a(i)))
-        .collect();
+    // `b`'s values first, under one `a`: consecutive ids, so that an `a` id spilling its top
+    // bit into `b`'s lane reads as another `b` value.
+    const BS: usize = 40;
+    let mut labels: Vec<String> = (0..BS).map(|k| format!("a=first,b=b{k},c=1,d=1")).collect();
+    labels.extend((0..33_000).map(|i| format!("a=a{i},b=b{},c=1,d=1", i % BS)));
     let refs: Vec<&str> = labels.iter().map(String::as_str).collect();
     let config = SubsetConfig {
-        selectors: selectors(&[&["a", "b", "c", "id"]]),
+        selectors: selectors(&[&["a", "b", "c", "d"]]),
         ..SubsetConfig::default()
     };
     let mut lb = SubsetLb::build(&table(&refs, config)).unwrap();
     assert!(!key::is_exact(4, lb.interner.kv_count()));
+    let held: BTreeSet<u64> = lb.subset_table.packed_keys().collect();
+    let hosts: BTreeMap<(String, String), usize> = refs
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let (a, rest) = l[2..].split_once(",b=").unwrap();
+            let b = rest.split_once(',').unwrap().0;
+            ((a.into(), b.into()), i)
+        })
+        .collect();
+    let a_values = core::iter::once("first".into()).chain((0..33_000).map(|i| format!("a{i}")));
+    let b_values: Vec<String> = (0..BS).map(|k| format!("b{k}")).collect();
     let mut collisions = 0;
-    for i in (0..300).chain(32_700..33_000) {
-        let id = format!("x{i}");
-        let (hit, _) = picks(
-            &mut lb,
-            &[("a", a(i)), ("b", "1"), ("c", "1"), ("id", &id)],
-            2,
-        );
-        assert_eq!(hit, BTreeSet::from([format!("http://h{i}")]));
-        // The same id with the other `a`: no such host.
-        let other = if a(i) == "0" { "1" } else { "0" };
-        let md = md(&lb, &[("a", other), ("b", "1"), ("c", "1"), ("id", &id)]);
-        let probe = key::pack(md.pairs().iter().map(|&(_, kv)| kv), 4);
-        collisions += lb
-            .subset_table
-            .packed_keys()
-            .filter(|&k| k == probe)
-            .count();
-        assert_eq!(lb.find_subset(&md), None);
+    for a in a_values {
+        for b in &b_values {
+            let pairs = [("a", a.as_str()), ("b", b), ("c", "1"), ("d", "1")];
+            let md = md(&lb, &pairs);
+            let probe = key::pack(md.pairs().iter().map(|&(_, kv)| kv), 4);
+            if !held.contains(&probe) {
+                continue;
+            }
+            match hosts.get(&(a.clone(), b.clone())) {
+                Some(i) => {
+                    let hit = picks(&mut lb, &pairs, 2).0;
+                    assert_eq!(hit, BTreeSet::from([format!("http://h{i}")]));
+                }
+                None => {
+                    collisions += 1;
+                    assert_eq!(lb.find_subset(&md), None, "{a} {b}");
+                }
+            }
+        }
     }
     assert!(collisions > 0, "the test should make keys collide");
 }
