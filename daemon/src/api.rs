@@ -29,8 +29,8 @@ use axum::{
 use serde::Serialize;
 
 use crate::{
-    Config, auth::Auth, features::Features, hosts::HostTables, metrics::Exposition,
-    tokencache::TokenCache,
+    Config, ServerConfig, auth::Auth, connections::Connections, features::Features,
+    hosts::HostTables, metrics::Exposition, tokencache::TokenCache,
 };
 
 /// Largest request body any endpoint accepts; a redemption is ~200 bytes.
@@ -49,6 +49,7 @@ pub struct App {
     /// Largest `PUT /v1/features` body.
     max_put_bytes: usize,
     traffic: envelope::Traffic,
+    connections: Connections,
     /// Set once shutdown began: `/readyz` turns 503 so balancers stop sending.
     draining: AtomicBool,
     /// `/readyz`'s shared rounds of dependency checks.
@@ -70,6 +71,7 @@ impl App {
             features,
             max_put_bytes: config.features.max_put_bytes,
             traffic: envelope::Traffic::new(config.request_timeout()),
+            connections: Connections::new(config.server.max_connections),
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         })
@@ -78,6 +80,11 @@ impl App {
     /// Marks the start of shutdown.
     pub fn drain(&self) {
         self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// The cap on open connections.
+    pub(crate) fn connections(&self) -> &Connections {
+        &self.connections
     }
 
     /// The feature store, if configured.
@@ -94,6 +101,7 @@ impl App {
             features: None,
             max_put_bytes: 0,
             traffic: envelope::Traffic::new(DEFAULT_TIMEOUT),
+            connections: Connections::new(ServerConfig::default().max_connections),
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         }
@@ -144,6 +152,7 @@ async fn healthz() -> Json<Health> {
 async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut page = Exposition::default();
     app.traffic.render(&mut page);
+    app.connections.render(&mut page);
     app.tokens.render(&mut page);
     app.hosts.render(&mut page);
     if let Some(features) = &app.features {

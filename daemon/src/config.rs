@@ -161,6 +161,9 @@ pub struct ServerConfig {
     /// Longest a request may take, reading its body included; slower ones get a 408 and
     /// their connection closed, so a client trickling a body cannot hold a handler forever.
     pub request_timeout_ms: u64,
+    /// Most API connections open at once; past it the server stops accepting, and further
+    /// clients wait in the listen backlog until one closes.
+    pub max_connections: usize,
 }
 
 /// `[log]` table.
@@ -238,6 +241,7 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7878)),
             shutdown_grace_secs: 10,
             request_timeout_ms: 10_000,
+            max_connections: 1024,
         }
     }
 }
@@ -473,6 +477,10 @@ impl Config {
     pub fn validate(&self) -> anyhow::Result<()> {
         if self.server.request_timeout_ms == 0 {
             anyhow::bail!("server.request_timeout_ms must be at least 1");
+        }
+        let most = crate::connections::Connections::MAX;
+        if !(1..=most).contains(&self.server.max_connections) {
+            anyhow::bail!("server.max_connections must be between 1 and {most}");
         }
         self.workspace.mode()?;
         self.tokens.validate()?;

@@ -9,6 +9,7 @@
 mod api;
 mod auth;
 mod config;
+mod connections;
 mod features;
 mod hosts;
 pub mod metrics;

@@ -54,7 +54,8 @@ impl Server {
     /// a client trickling its header lines held its connection (and a file descriptor) for as
     /// long as it liked, since `request_timeout_ms` starts once the headers are in, and one
     /// half-sent request kept a stopping daemon waiting for the whole grace period. Headers now
-    /// have `request_timeout_ms` to arrive.
+    /// have `request_timeout_ms` to arrive. At most `server.max_connections` are open at once
+    /// (see [`crate::connections`]).
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -69,6 +70,10 @@ impl Server {
         tracing::info!(%addr, "listening");
         tokio::pin!(shutdown);
         loop {
+            let slot = tokio::select! {
+                slot = self.app.connections().slot() => slot,
+                () = &mut shutdown => break,
+            };
             let stream = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, _)) => stream,
@@ -88,6 +93,7 @@ impl Server {
                 if let Err(error) = connection.await {
                     tracing::debug!(%error, "connection ended");
                 }
+                drop(slot);
             });
         }
         drop(self.listener);

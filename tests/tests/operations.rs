@@ -211,6 +211,60 @@ fn a_client_trickling_its_headers_is_cut_off() {
     );
 }
 
+/// Whether `stream` gets an answer's first bytes within `wait`.
+fn answered_within(stream: &mut TcpStream, wait: Duration) -> bool {
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let mut head = [0u8; 12];
+    matches!(stream.read(&mut head), Ok(n) if n > 0 && head.starts_with(b"HTTP/1.1 200"))
+}
+
+/// Past `server.max_connections` the daemon stops accepting: a client opening connections
+/// without end ran it out of file descriptors. The client over the cap waits in the backlog
+/// until a connection closes, by its client or by the idle timeout (`request_timeout_ms`).
+#[test]
+fn connections_past_the_cap_wait_for_one_to_close() {
+    let daemon = Daemon::start(&[
+        "--set",
+        "server.max_connections=2",
+        "--set",
+        "server.request_timeout_ms=1500",
+    ]);
+    let get = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
+    let idle = || TcpStream::connect(daemon.addr).unwrap();
+    let (first, _second) = (idle(), idle());
+    std::thread::sleep(Duration::from_millis(100));
+    let mut third = TcpStream::connect(daemon.addr).unwrap();
+    third.write_all(get).unwrap();
+    assert!(!answered_within(&mut third, Duration::from_millis(500)));
+    drop(first);
+    assert!(answered_within(&mut third, Duration::from_secs(5)));
+
+    // Two idle connections again, left open: the idle timeout frees their slots.
+    let (_a, _b) = (idle(), idle());
+    std::thread::sleep(Duration::from_millis(100));
+    let mut waiting = TcpStream::connect(daemon.addr).unwrap();
+    waiting.write_all(get).unwrap();
+    let started = Instant::now();
+    assert!(answered_within(&mut waiting, Duration::from_secs(10)));
+    assert!(
+        started.elapsed() >= Duration::from_millis(500),
+        "answered before a slot freed"
+    );
+    drop((third, waiting));
+
+    let (status, page) = http(daemon.addr, "GET", "/metrics");
+    assert_eq!(status, 200);
+    assert_eq!(
+        sample(&page, "edgewise_http_connections_max"),
+        Some(2.0),
+        "{page}"
+    );
+    let full = sample(&page, "edgewise_http_connections_full_total").unwrap_or(0.0);
+    assert!(full >= 2.0, "{page}");
+    let open = sample(&page, "edgewise_http_connections_open").unwrap_or(0.0);
+    assert!((1.0..=2.0).contains(&open), "{page}");
+}
+
 #[test]
 fn any_setting_can_come_from_the_environment_or_set() {
     let dir = std::env::temp_dir().join(format!("edgewise-ops-set-{}", std::process::id()));

@@ -152,6 +152,11 @@ fn generic_settings_are_checked_like_the_file() {
     }
     let zero = load(&["server.request_timeout_ms=0"]).unwrap_err();
     assert!(zero.contains("request_timeout_ms"), "{zero}");
+    for cap in ["0", "16777217"] {
+        let refused = load(&[&format!("server.max_connections={cap}")]).unwrap_err();
+        assert!(refused.contains("max_connections"), "{refused}");
+    }
+    assert!(load(&["server.max_connections=16777216"]).is_ok());
 }
 
 #[test]
