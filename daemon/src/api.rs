@@ -71,7 +71,7 @@ impl App {
             features,
             max_put_bytes: config.features.max_put_bytes,
             traffic: envelope::Traffic::new(config.request_timeout()),
-            connections: Connections::new(config.server.max_connections),
+            connections: Connections::new("http", config.server.max_connections),
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         })
@@ -101,7 +101,7 @@ impl App {
             features: None,
             max_put_bytes: 0,
             traffic: envelope::Traffic::new(DEFAULT_TIMEOUT),
-            connections: Connections::new(ServerConfig::default().max_connections),
+            connections: Connections::new("http", ServerConfig::default().max_connections),
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         }

@@ -45,6 +45,8 @@ pub struct FeaturesConfig {
     pub ingest_interval_ms: u64,
     /// Unix socket answering `get <table>:<key>` in the memcached text protocol. None: off.
     pub socket: Option<PathBuf>,
+    /// Most connections open at once on `socket`; past it the socket stops accepting.
+    pub socket_max_connections: usize,
     /// Largest `PUT /v1/features` body, in bytes.
     pub max_put_bytes: usize,
     /// How long a publish waits for readers still on the copy it is about to overwrite, in
@@ -59,6 +61,7 @@ impl Default for FeaturesConfig {
             ingest_dir: None,
             ingest_interval_ms: 1000,
             socket: None,
+            socket_max_connections: 1024,
             max_put_bytes: 16 * 1024 * 1024,
             reader_grace_ms: 1000,
         }
@@ -74,6 +77,10 @@ impl FeaturesConfig {
     fn validate(&self) -> anyhow::Result<()> {
         if self.dir.is_none() && (self.ingest_dir.is_some() || self.socket.is_some()) {
             anyhow::bail!("features.ingest_dir and features.socket need features.dir (the store)");
+        }
+        let most = crate::connections::Connections::MAX;
+        if !(1..=most).contains(&self.socket_max_connections) {
+            anyhow::bail!("features.socket_max_connections must be between 1 and {most}");
         }
         if self.ingest_interval_ms == 0 || self.max_put_bytes == 0 || self.reader_grace_ms == 0 {
             anyhow::bail!(

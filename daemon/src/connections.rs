@@ -1,4 +1,5 @@
-//! The cap on the API's open connections (`server.max_connections`).
+//! The cap on a listener's open connections: the API's (`server.max_connections`) and the
+//! feature socket's (`features.socket_max_connections`).
 //!
 //! Each connection holds a file descriptor, a task and hyper's buffers for as long as the
 //! client keeps it: with no cap, a client opening connections without end ran the daemon out of
@@ -7,6 +8,8 @@
 //! backlog, as nginx and Envoy's listener limits make them, until a connection closes. Idle and
 //! slow ones do within `server.request_timeout_ms` (hyper's header read timeout covers the wait
 //! before each request), so a flood of idle connections delays other clients by at most that.
+//! The feature socket, like memcached, keeps idle connections: its clients are local processes
+//! of the store's group, and the cap bounds what they hold.
 
 use std::sync::Arc;
 
@@ -17,6 +20,8 @@ use crate::metrics::{Counter, Exposition, Gauge};
 /// Slots for open connections, and their figures on `/metrics`.
 #[derive(Debug)]
 pub(crate) struct Connections {
+    /// The listener, in the metric names: `edgewise_<listener>_connections_open`...
+    listener: &'static str,
     slots: Arc<Semaphore>,
     max: usize,
     open: Arc<Gauge>,
@@ -24,18 +29,26 @@ pub(crate) struct Connections {
     full: Counter,
 }
 
-/// One open connection's slot, given back when dropped.
+/// A slot for the next connection, taken before accepting it; given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Slot {
+    permit: OwnedSemaphorePermit,
+    open: Arc<Gauge>,
+}
+
+/// An accepted connection's slot, counted open until dropped.
+#[derive(Debug)]
+pub(crate) struct Open {
     _permit: OwnedSemaphorePermit,
     open: Arc<Gauge>,
 }
 
 impl Connections {
     /// `max` slots: at least 1, at most [`Connections::MAX`] (validated with the config).
-    pub(crate) fn new(max: usize) -> Connections {
+    pub(crate) fn new(listener: &'static str, max: usize) -> Connections {
         let max = max.clamp(1, Self::MAX);
         Connections {
+            listener,
             slots: Arc::new(Semaphore::new(max)),
             max,
             open: Arc::default(),
@@ -53,15 +66,15 @@ impl Connections {
             Err(_) => {
                 self.full.inc();
                 tracing::warn!(
+                    listener = self.listener,
                     max = self.max,
-                    "server.max_connections open: not accepting until one closes"
+                    "as many connections open as allowed: not accepting until one closes"
                 );
                 self.acquire().await
             }
         };
-        self.open.inc();
         Slot {
-            _permit: permit,
+            permit,
             open: Arc::clone(&self.open),
         }
     }
@@ -77,25 +90,33 @@ impl Connections {
     }
 
     pub(crate) fn render(&self, page: &mut Exposition) {
+        let name = |what: &str| format!("edgewise_{}_connections_{what}", self.listener);
+        page.gauge(&name("open"), "Connections open.", self.open.get());
         page.gauge(
-            "edgewise_http_connections_open",
-            "API connections open.",
-            self.open.get(),
-        );
-        page.gauge(
-            "edgewise_http_connections_max",
-            "server.max_connections: past it the API stops accepting.",
+            &name("max"),
+            "Most connections open at once: past it the listener stops accepting.",
             self.max,
         );
         page.counter(
-            "edgewise_http_connections_full_total",
-            "Times every connection slot was taken and the API stopped accepting.",
+            &name("full_total"),
+            "Times every connection slot was taken and the listener stopped accepting.",
             self.full.get(),
         );
     }
 }
 
-impl Drop for Slot {
+impl Slot {
+    /// The slot, now held by an accepted connection.
+    pub(crate) fn open(self) -> Open {
+        self.open.inc();
+        Open {
+            _permit: self.permit,
+            open: self.open,
+        }
+    }
+}
+
+impl Drop for Open {
     fn drop(&mut self) {
         self.open.dec();
     }

@@ -27,6 +27,7 @@ pub use change::{Change, ChangeError, Delete, Upsert};
 
 use crate::{
     FeaturesConfig,
+    connections::Connections,
     metrics::{Counter, Exposition, Gauge, Histogram},
 };
 
@@ -41,6 +42,8 @@ pub struct Features {
     /// Held for a whole ingest (read, publish, file away); true once shutdown closed it.
     ingest_gate: Mutex<bool>,
     metrics: Metrics,
+    /// The feature socket's connections, if it is served.
+    socket: Option<Arc<Connections>>,
 }
 
 #[derive(Debug)]
@@ -105,6 +108,10 @@ impl Features {
             warned: AtomicU64::new(0),
             ingest_gate: Mutex::new(false),
             metrics: Metrics::default(),
+            socket: config.socket.as_ref().map(|_| {
+                let max = config.socket_max_connections;
+                Arc::new(Connections::new("features_socket", max))
+            }),
         });
         features
             .metrics
@@ -112,8 +119,9 @@ impl Features {
         if let Some(ingest_dir) = &config.ingest_dir {
             ingest::spawn(Arc::clone(&features), ingest_dir, config.ingest_interval())?;
         }
-        if let Some(socket) = &config.socket {
-            memcache::serve(socket, Arc::clone(&features) as Arc<dyn memcache::Lookup>)
+        if let (Some(socket), Some(connections)) = (&config.socket, &features.socket) {
+            let lookup = Arc::clone(&features) as Arc<dyn memcache::Lookup>;
+            memcache::serve(socket, lookup, Arc::clone(connections))
                 .with_context(|| format!("binding the feature socket {}", socket.display()))?;
         }
         Ok(Some(features))
@@ -275,6 +283,9 @@ impl Features {
             "Time to apply and publish one change.",
         );
         page.histogram("edgewise_features_publish_seconds", &[], &m.publish);
+        if let Some(socket) = &self.socket {
+            socket.render(page);
+        }
     }
 }
 

@@ -86,6 +86,7 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
+            let slot = slot.open();
             let service = TowerToHyperService::new(routes.clone());
             let connection = http.serve_connection(TokioIo::new(stream), service);
             let connection = graceful.watch(connection);

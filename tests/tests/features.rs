@@ -398,6 +398,55 @@ fn a_file_the_store_fails_to_publish_is_tried_again_not_rejected() {
     });
 }
 
+/// The socket serves at most `features.socket_max_connections` at once: the client over the
+/// cap waits until another closes (each connection held a task and a descriptor, without end).
+#[test]
+fn the_socket_caps_its_connections() {
+    let setup = Setup::new("socket-cap");
+    let config = setup.dir.join("edgewised.toml");
+    let daemon = Daemon::start_with_env(
+        &[
+            "--config",
+            config.to_str().unwrap(),
+            "--set",
+            "features.socket_max_connections=1",
+        ],
+        &[("EDGEWISED_API_SECRET", SECRET)],
+    );
+    let path = setup.dir.join("features.sock");
+    let version = |socket: &mut UnixStream, wait: Duration| {
+        socket.set_read_timeout(Some(wait)).unwrap();
+        socket.write_all(b"version\r\n").unwrap();
+        let mut reply = [0u8; 8];
+        matches!(socket.read(&mut reply), Ok(n) if reply[..n].starts_with(b"VERSION"))
+    };
+    let mut first = UnixStream::connect(&path).unwrap();
+    assert!(version(&mut first, Duration::from_secs(5)));
+    let mut second = UnixStream::connect(&path).unwrap();
+    assert!(!version(&mut second, Duration::from_millis(500)));
+    drop(first);
+    let mut reply = [0u8; 8];
+    second
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let n = second.read(&mut reply).unwrap();
+    assert!(reply[..n].starts_with(b"VERSION"), "{:?}", &reply[..n]);
+    drop(second);
+
+    let (status, page) = http_request(daemon.addr, "GET", "/metrics", &[], b"");
+    assert_eq!(status, 200);
+    let sample = |name: &str| {
+        page.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
+    };
+    assert_eq!(
+        sample("edgewise_features_socket_connections_max"),
+        Some(1.0)
+    );
+    let full = sample("edgewise_features_socket_connections_full_total");
+    assert!(full >= Some(1.0), "{page}");
+}
+
 /// A file that is not a socket at `features.socket` stops the start and is left alone: it was
 /// removed whatever it was (a typo there deleted that file).
 #[test]

@@ -12,6 +12,8 @@ use tokio::{
     net::{UnixListener, UnixStream},
 };
 
+use crate::connections::Connections;
+
 /// Longest command line accepted; memcached's own key limit is 250 bytes per key.
 const MAX_LINE: usize = 8 * 1024;
 
@@ -21,15 +23,25 @@ pub trait Lookup: Send + Sync + 'static {
     fn lookup(&self, table: &str, key: u64, out: &mut Vec<u8>) -> bool;
 }
 
-/// Binds `path` (replacing a stale socket file) and serves until the runtime stops.
-pub fn serve(path: &Path, lookup: Arc<dyn Lookup>) -> io::Result<()> {
+/// Binds `path` (replacing a stale socket file) and serves until the runtime stops, at most
+/// as many connections at once as `connections` has slots.
+pub fn serve(
+    path: &Path,
+    lookup: Arc<dyn Lookup>,
+    connections: Arc<Connections>,
+) -> io::Result<()> {
     remove_stale(path)?;
     let listener = UnixListener::bind(path)?;
     tokio::spawn(async move {
         loop {
+            let slot = connections.slot().await;
             match listener.accept().await {
                 Ok((stream, _)) => {
-                    tokio::spawn(connection(stream, Arc::clone(&lookup)));
+                    let (lookup, slot) = (Arc::clone(&lookup), slot.open());
+                    tokio::spawn(async move {
+                        connection(stream, lookup).await;
+                        drop(slot);
+                    });
                 }
                 Err(error) => {
                     tracing::warn!(%error, "feature socket accept failed");
