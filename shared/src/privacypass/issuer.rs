@@ -7,6 +7,7 @@
 //! redemptions to issuance.
 
 use alloc::vec::Vec;
+use core::fmt;
 
 use rsa::{
     RsaPrivateKey,
@@ -21,10 +22,20 @@ use sha2::Sha384;
 use super::{IssuerKey, TOKEN_TYPE_BLIND_RSA, TokenChallenge, TokenError};
 
 /// An issuer holding an RSA-2048 private key.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Issuer {
     signing: BlindedSigningKey<Sha384>,
     key: IssuerKey,
+}
+
+/// The public key only: the rsa crate's derived `Debug` prints the private exponent and
+/// primes, so a log line formatting an issuer would hand out the means to mint tokens.
+impl fmt::Debug for Issuer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Issuer")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Issuer {

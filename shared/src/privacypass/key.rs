@@ -46,6 +46,7 @@ const PSS_PARAMS: &[u8] = &[
 ];
 
 const BAD_EXPONENT: &str = "RSA public exponent is not an odd number from 3 to 2^33-1";
+const EVEN_MODULUS: &str = "RSA modulus is even";
 
 const TAG_INTEGER: u8 = 0x02;
 const TAG_BIT_STRING: u8 = 0x03;
@@ -96,6 +97,9 @@ impl IssuerKey {
             Ok(modulus) if bits == MODULUS_BITS => modulus,
             _ => return Err(TokenError::KeySize(bits)),
         };
+        if modulus[MODULUS_LEN - 1] & 1 == 0 {
+            return Err(TokenError::BadIssuerKey(EVEN_MODULUS));
+        }
         let e = strip_zeros(e);
         let exponent = e
             .iter()

@@ -617,6 +617,12 @@ fn issuer_key_reasons() {
         IssuerKey::from_components(&[], &[1, 0, 1]).err(),
         Some(TokenError::KeySize(0))
     );
+    let mut even = modulus.to_vec();
+    even[255] &= !1;
+    assert_eq!(
+        IssuerKey::from_components(&even, &[1, 0, 1]).err(),
+        Some(TokenError::BadIssuerKey("RSA modulus is even"))
+    );
     assert_eq!(
         IssuerKey::from_components(modulus, &[1]).err(),
         Some(TokenError::BadIssuerKey(
@@ -860,6 +866,18 @@ mod issuer {
             verifier.verify(&token, &[challenge.digest()], NOW),
             Err(TokenError::BadSignature)
         );
+    }
+
+    /// The private key never reaches `Debug` (the rsa crate's own prints every component).
+    #[test]
+    fn an_issuer_shows_only_its_public_key() {
+        let issuer = rfc_issuer();
+        let shown = format!("{issuer:?}");
+        assert!(shown.starts_with("Issuer { key: IssuerKey"), "{shown}");
+        for secret in ["BigUint", "primes", "d:"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
+        assert!(shown.len() < 200, "{shown}");
     }
 
     #[test]
