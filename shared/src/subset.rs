@@ -331,14 +331,16 @@ impl SubsetLb {
     /// Picks again for a request whose connection to `exclude` failed: the same lookup with
     /// `exclude` left out of every set it picks from, so another host of the same subset (or,
     /// where the lookup falls back, of the fallback's set), or `None` if there is none. Release
-    /// both hosts when the request ends.
+    /// both hosts when the request ends. A host removed since (`exclude` stale) excludes
+    /// nothing: its slot may hold another host by now.
     pub fn select_retry(
         &mut self,
         md: &Metadata,
         entropy: u64,
         exclude: HostId,
     ) -> Option<Selection> {
-        self.choose(md, entropy, Some(exclude.slot))
+        let exclude = self.slot(exclude).is_some().then_some(exclude.slot);
+        self.choose(md, entropy, exclude)
     }
 
     fn choose(&mut self, md: &Metadata, entropy: u64, exclude: Option<u32>) -> Option<Selection> {

@@ -369,6 +369,79 @@ fn build_and_update(
     (lb, hosts)
 }
 
+/// Keys of eight ids, 7 bits a lane, over 200 values a key: ids spill into the lanes above,
+/// and the index must still agree with the reference through adds and removes (the property
+/// tests' few keys never get there). Half the requests mix two hosts' labels: subsets no host
+/// has. (`subset_keys_beyond_their_lanes_compare_ids` makes keys collide on purpose.)
+#[test]
+fn spilled_keys_agree_with_the_reference_through_updates() {
+    let keys: Vec<String> = (0..8).map(|i| format!("k{i}")).collect();
+    let config = SubsetConfig {
+        selectors: alloc::vec![
+            SubsetSelector::new(keys.iter().map(String::as_str)),
+            SubsetSelector::new(["k0", "k1"]),
+        ],
+        ..SubsetConfig::default()
+    };
+    let mut rng = 0x1234_5678_u64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let make = |n: usize, r: u64| {
+        let mut h = Host::new(format!("http://10.0.{}.{}", n / 250, n % 250));
+        for (i, k) in keys.iter().enumerate() {
+            h.labels
+                .insert(k.clone(), ((r >> (i * 7)) % 200).to_string());
+        }
+        h
+    };
+    let mut hosts: Vec<Host> = (0..300).map(|n| make(n, next())).collect();
+    let table = HostTable {
+        version: 1,
+        hosts: hosts.clone(),
+        subset: config.clone(),
+    };
+    let mut lb = SubsetLb::build(&table).unwrap();
+    assert!(!key::is_exact(8, lb.interner.kv_count()));
+    let mut added = hosts.len();
+    for step in 0..400 {
+        let r = next();
+        if r % 3 == 0 && !hosts.is_empty() {
+            let h = hosts.remove((r as usize / 3) % hosts.len());
+            lb.remove_host(&h.address).unwrap();
+        } else {
+            let h = make(added, next());
+            added += 1;
+            lb.add_host(h.clone()).unwrap();
+            hosts.push(h);
+        }
+        if step % 20 == 0 {
+            let mixed = hosts.iter().zip(hosts.iter().rev()).map(|(a, b)| {
+                let mut labels = a.labels.clone();
+                labels.extend(b.labels.iter().skip(4).map(|(k, v)| (k.clone(), v.clone())));
+                labels
+            });
+            let requests: Vec<Request> = hosts
+                .iter()
+                .map(|h| h.labels.clone())
+                .take(40)
+                .chain(mixed.take(40))
+                .collect();
+            agree(&mut lb, &hosts, &config, &requests);
+        }
+    }
+    let rebuilt = HostTable {
+        version: 2,
+        hosts,
+        subset: config,
+    };
+    let rebuilt = SubsetLb::build(&rebuilt).unwrap();
+    assert_eq!(rebuilt.stats().subsets_active, lb.stats().subsets_active);
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(400))]
 

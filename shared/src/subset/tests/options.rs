@@ -213,6 +213,27 @@ fn keys_subset_falls_through_to_the_next_lookup() {
     );
 }
 
+/// A retry excluding a host removed since leaves out only that host, not the one that took its
+/// slot: the slot alone excluded the new host, and a subset of one found none.
+#[test]
+fn a_retry_excluding_a_removed_host_spares_the_host_in_its_slot() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.selectors = selectors(&[&["zone"]]);
+    let mut lb = SubsetLb::build(&table(&["zone=z"], config)).unwrap();
+    let request = md(&lb, &[("zone", "z")]);
+    let old = lb.select(&request, 1).unwrap().host;
+    lb.release(old);
+    lb.remove_host("http://h0").unwrap();
+    let new = lb
+        .add_host(Host::new("http://b").with_label("zone", "z"))
+        .unwrap();
+    assert_eq!(new.slot, old.slot, "the test needs the slot reused");
+    assert_eq!(lb.address(old), None);
+    let retried = lb.select_retry(&request, 2, old).map(|s| s.host);
+    assert_eq!(retried, Some(new));
+    assert_eq!(lb.select_retry(&request, 3, new), None);
+}
+
 /// The host of a single-host subset is its lowest address, not its lowest slot: a host added
 /// later may take a freed lower slot, and every isolate (built from the table, or updated by
 /// deltas) must send the subset's requests to the same host.
