@@ -55,7 +55,7 @@ impl Server {
     /// long as it liked, since `request_timeout_ms` starts once the headers are in, and one
     /// half-sent request kept a stopping daemon waiting for the whole grace period. Headers now
     /// have `request_timeout_ms` to arrive. At most `server.max_connections` are open at once
-    /// (see [`crate::connections`]).
+    /// (past it the server stops accepting until one closes).
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,

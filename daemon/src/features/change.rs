@@ -82,7 +82,7 @@ pub enum ChangeError {
         /// This row's length.
         found: usize,
     },
-    /// More tables than [`MAX_TABLES`].
+    /// More tables than a snapshot may hold (1024).
     #[error("more than {MAX_TABLES} tables")]
     TooManyTables,
     /// A table listed twice in a snapshot.
