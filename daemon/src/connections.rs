@@ -2,8 +2,9 @@
 //! feature socket's (`features.socket_max_connections`).
 //!
 //! Each connection holds a file descriptor, a task and hyper's buffers for as long as the
-//! client keeps it: with no cap, a client opening connections without end ran the daemon out of
-//! descriptors, and then the token cache could not reach memcached nor the store open a file.
+//! client keeps it: with no cap, a client opening connections without end could run the daemon
+//! out of descriptors, and then the token cache could not reach memcached nor the store open a
+//! file.
 //! At the cap the server stops accepting, so further clients wait in the kernel's listen
 //! backlog, as nginx and Envoy's listener limits make them, until a connection closes. Idle and
 //! slow ones do within `server.request_timeout_ms` (hyper's header read timeout covers the wait

@@ -219,8 +219,9 @@ fn answered_within(stream: &mut TcpStream, wait: Duration) -> bool {
 }
 
 /// Past `server.max_connections` the daemon stops accepting: a client opening connections
-/// without end ran it out of file descriptors. The client over the cap waits in the backlog
-/// until a connection closes, by its client or by the idle timeout (`request_timeout_ms`).
+/// without end could run it out of file descriptors. The client over the cap waits in the
+/// backlog until a connection closes, by its client or by the idle timeout
+/// (`request_timeout_ms`).
 #[test]
 fn connections_past_the_cap_wait_for_one_to_close() {
     let daemon = Daemon::start(&[
