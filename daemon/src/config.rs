@@ -10,6 +10,8 @@ use std::{
 use anyhow::Context;
 use serde::Deserialize;
 
+use crate::connections::Connections;
+
 mod overlay;
 
 /// Everything the daemon needs to run. Every field has a default, so the daemon starts with no
@@ -78,10 +80,10 @@ impl FeaturesConfig {
         if self.dir.is_none() && (self.ingest_dir.is_some() || self.socket.is_some()) {
             anyhow::bail!("features.ingest_dir and features.socket need features.dir (the store)");
         }
-        let most = crate::connections::Connections::MAX;
-        if !(1..=most).contains(&self.socket_max_connections) {
-            anyhow::bail!("features.socket_max_connections must be between 1 and {most}");
-        }
+        Connections::check(
+            "features.socket_max_connections",
+            self.socket_max_connections,
+        )?;
         if self.ingest_interval_ms == 0 || self.max_put_bytes == 0 || self.reader_grace_ms == 0 {
             anyhow::bail!(
                 "features.ingest_interval_ms, max_put_bytes and reader_grace_ms must be at least 1"
@@ -485,10 +487,7 @@ impl Config {
         if self.server.request_timeout_ms == 0 {
             anyhow::bail!("server.request_timeout_ms must be at least 1");
         }
-        let most = crate::connections::Connections::MAX;
-        if !(1..=most).contains(&self.server.max_connections) {
-            anyhow::bail!("server.max_connections must be between 1 and {most}");
-        }
+        Connections::check("server.max_connections", self.server.max_connections)?;
         self.workspace.mode()?;
         self.tokens.validate()?;
         self.features.validate()

@@ -60,6 +60,14 @@ impl Connections {
     /// Largest cap: far above any descriptor limit, far below what a semaphore holds.
     pub(crate) const MAX: usize = 1 << 24;
 
+    /// Checks the cap `max` set by config key `key`.
+    pub(crate) fn check(key: &str, max: usize) -> anyhow::Result<()> {
+        if !(1..=Self::MAX).contains(&max) {
+            anyhow::bail!("{key} must be between 1 and {}", Self::MAX);
+        }
+        Ok(())
+    }
+
     /// A free slot, waiting for one while every slot is taken.
     pub(crate) async fn slot(&self) -> Slot {
         let permit = match Arc::clone(&self.slots).try_acquire_owned() {
