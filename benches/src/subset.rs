@@ -377,23 +377,29 @@ impl FullScan {
     }
 }
 
-/// `ExtractSubsetMetadata`: the host's value for each key, if it has them all.
-fn extract(
-    keys: &[String],
-    metadata: &HashMap<String, String, FxBuildHasher>,
-) -> Option<Vec<(String, String)>> {
+/// `ExtractSubsetMetadata`: the host's value for each key, if it has them all. One slice per
+/// call, as Go's; its strings borrowed, as Go's are shared (copying each pair, and again per
+/// map level in `find_or_create`, made this peer's build up to 44% slower than MOSN's code).
+fn extract<'h>(
+    keys: &'h [String],
+    metadata: &'h HashMap<String, String, FxBuildHasher>,
+) -> Option<Vec<(&'h str, &'h str)>> {
     keys.iter()
-        .map(|k| Some((k.clone(), metadata.get(k)?.clone())))
+        .map(|k| Some((k.as_str(), metadata.get(k)?.as_str())))
         .collect()
 }
 
-fn find_or_create<'m>(subsets: &'m mut SubsetMap, kvs: &[(String, String)]) -> &'m mut Entry {
-    let (name, value) = &kvs[0];
-    let entry = subsets
-        .entry(name.clone())
-        .or_default()
-        .entry(value.clone())
-        .or_default();
+/// `FindOrCreateSubset`: a lookup per level, and a key copied only where a level is created.
+fn find_or_create<'m>(subsets: &'m mut SubsetMap, kvs: &[(&str, &str)]) -> &'m mut Entry {
+    let (name, value) = kvs[0];
+    if !subsets.contains_key(name) {
+        subsets.insert(name.to_owned(), HashMap::default());
+    }
+    let values = subsets.get_mut(name).expect("inserted above");
+    if !values.contains_key(value) {
+        values.insert(value.to_owned(), Entry::default());
+    }
+    let entry = values.get_mut(value).expect("inserted above");
     match kvs.len() {
         1 => entry,
         _ => find_or_create(&mut entry.children, &kvs[1..]),
@@ -401,9 +407,9 @@ fn find_or_create<'m>(subsets: &'m mut SubsetMap, kvs: &[(String, String)]) -> &
 }
 
 /// `HostMatches`.
-fn host_matches(kvs: &[(String, String)], host: &PeerHost) -> bool {
+fn host_matches(kvs: &[(&str, &str)], host: &PeerHost) -> bool {
     kvs.iter()
-        .all(|(k, v)| host.metadata.get(k).is_some_and(|value| value == v))
+        .all(|(k, v)| host.metadata.get(*k).is_some_and(|value| value == v))
 }
 
 /// MOSN's selectors are sorted key sets (`types.InitSet`); requests' criteria are sorted too.
@@ -468,7 +474,27 @@ mod tests {
         let mut peer = FullScan::build(&hosts, &Scenario::FourByThree.selectors());
         for request in Scenario::FourByThree.requests(&table, 50, 9) {
             let i = peer.choose(&request).unwrap();
+            let request: Vec<(&str, &str)> = request
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
             assert!(host_matches(&request, &hosts[i]));
+        }
+    }
+
+    /// The full scan makes the subsets grouping the hosts makes, for every scheme.
+    #[test]
+    fn full_scan_builds_the_grouped_trie() {
+        for scenario in [Scenario::FourByThree, Scenario::Mosn, Scenario::Unique] {
+            let table = scenario.table(300, 5);
+            let hosts = peer_hosts(&table);
+            let selectors = scenario.selectors();
+            let (scan, grouped) = (
+                FullScan::build(&hosts, &selectors),
+                FullScan::grouped(&hosts, &selectors),
+            );
+            assert_eq!(scan.subsets, grouped.subsets, "{scenario:?}");
+            assert_eq!(scan.created, grouped.created, "{scenario:?}");
         }
     }
 }
