@@ -7,20 +7,24 @@
 //!
 //! Each cell is the median over batches (rows interleaved) of the time per `Verifier::verify` of
 //! an already decoded token: essentially the RSA-2048 PSS verification, since the challenge and
-//! key lookups before it cost well under a microsecond.
+//! key lookups before it cost well under a microsecond. Beside it, the peer: the `rsa` crate's
+//! `pss::VerifyingKey` on the same token, and the ratio edgewise ÷ peer.
 
 use std::hint::black_box;
 use std::process::ExitCode;
 
 use edgewise::{IssuerKey, Token, TokenChallenge, TokenError, Verifier};
 use edgewise_benches::batch::{Config, Sampler, TARGET};
-use edgewise_benches::rfc9578::{CHALLENGE_HEX, PUBLIC_KEY_HEX, TOKEN_HEX, unhex};
+use edgewise_benches::rfc9578::{
+    CHALLENGE_HEX, PUBLIC_KEY_HEX, TOKEN_HEX, rsa_verifier, rsa_verifies, unhex,
+};
 
 /// Far from any expiry: the vectors' keys are added without one anyway.
 const NOW: u64 = 1_700_000_000;
 
 struct Fixture {
     verifier: Verifier,
+    peer: rsa::pss::VerifyingKey<sha2::Sha384>,
     digest: [u8; 32],
     valid: Vec<u8>,
     /// The valid token with its last signature byte changed: still below n, so verification
@@ -43,12 +47,16 @@ fn fixture() -> Result<Fixture, String> {
     }
     let f = Fixture {
         verifier,
+        peer: rsa_verifier()?,
         digest,
         valid,
         forged,
     };
     if check(&f, &f.valid) != Ok(()) || check(&f, &f.forged) != Err(TokenError::BadSignature) {
         return Err("the RFC 9578 vector does not verify as expected".to_owned());
+    }
+    if !rsa_verifies(&f.peer, &f.valid) || rsa_verifies(&f.peer, &f.forged) {
+        return Err("the rsa crate does not verify the RFC 9578 vector as expected".to_owned());
     }
     Ok(f)
 }
@@ -58,15 +66,23 @@ fn check(f: &Fixture, token: &[u8]) -> Result<(), TokenError> {
     f.verifier.verify(&token, &[f.digest], NOW)
 }
 
-fn run(cfg: &Config, f: &Fixture) -> Vec<(&'static str, f64)> {
-    let rows = ["RFC 9578 vector 1 (valid)", "same, signature forged"];
+/// Rows of (name, edgewise ns, peer ns).
+fn run(cfg: &Config, f: &Fixture) -> Vec<(&'static str, f64, f64)> {
+    // Each row's name, its peer's sample name, and the token.
+    let rows = [
+        ("RFC 9578 vector 1 (valid)", "rsa: valid", &f.valid),
+        ("same, signature forged", "rsa: forged", &f.forged),
+    ];
     let mut sampler = Sampler::new(cfg);
     for _ in 0..cfg.batches {
-        sampler.batch(rows[0], 1, || check(f, &f.valid).is_ok());
-        sampler.batch(rows[1], 1, || check(f, &f.forged).is_ok());
+        for (row, peer, token) in rows {
+            sampler.batch(row, 1, || check(f, black_box(token)).is_ok());
+            sampler.batch(peer, 1, || rsa_verifies(&f.peer, black_box(token)));
+        }
     }
+    let median = |name| sampler.median(name).unwrap_or(f64::NAN);
     rows.iter()
-        .map(|&row| (row, sampler.median(row).unwrap_or(f64::NAN)))
+        .map(|&(row, peer, _)| (row, median(row), median(peer)))
         .collect()
 }
 
@@ -87,8 +103,17 @@ fn main() -> ExitCode {
         cfg.batches,
         cfg.batch.as_millis(),
     );
-    for (row, ns) in run(&cfg, &f) {
-        println!("  {row:<28} {:>8.1} us", ns / 1000.0);
+    println!(
+        "  {:<28} {:>11} {:>11} {:>8}",
+        "", "edgewise", "rsa crate", "ratio"
+    );
+    for (row, ns, peer) in run(&cfg, &f) {
+        println!(
+            "  {row:<28} {:>8.1} us {:>8.1} us {:>7.2}x",
+            ns / 1000.0,
+            peer / 1000.0,
+            ns / peer
+        );
     }
     ExitCode::SUCCESS
 }
