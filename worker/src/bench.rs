@@ -49,11 +49,15 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
             let mut init = RequestInit::new();
             init.with_headers(Headers(headers.clone()));
             if let Ok(upstream) = Request::new_with_init("http://upstream.invalid/", &init) {
-                let mut workspace = scratch::take(config.scrub);
-                let mut scope = workspace.begin();
-                let mut arena = scope.arena();
-                if let (true, Ok(Some(m))) = (delete, strip::matches(set, headers, &mut arena)) {
-                    m.delete_from(&upstream.inner().headers());
+                // The plain request neither decides nor takes a workspace: it is the baseline
+                // the whole strip step (decision and deletion) is measured against.
+                if delete {
+                    let mut workspace = scratch::take(config.scrub);
+                    let mut scope = workspace.begin();
+                    let mut arena = scope.arena();
+                    if let Ok(Some(m)) = strip::matches(set, headers, &mut arena) {
+                        m.delete_from(&upstream.inner().headers());
+                    }
                 }
                 black_box(upstream);
             }
