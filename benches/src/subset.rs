@@ -291,8 +291,10 @@ pub fn peer_hosts(table: &HostTable) -> Vec<PeerHost> {
         .collect()
 }
 
-/// MOSN's `types.LbSubsetMap`: key -> value -> entry.
-type SubsetMap = HashMap<String, HashMap<String, Entry, FxBuildHasher>, FxBuildHasher>;
+/// MOSN's `types.LbSubsetMap`: key -> value -> entry. hashbrown's, for `entry_ref`: one probe
+/// per level by `&str`, and a key copied only where a level is created, as Go's map does.
+type SubsetMap =
+    hashbrown::HashMap<String, hashbrown::HashMap<String, Entry, FxBuildHasher>, FxBuildHasher>;
 
 /// MOSN's `LBSubsetEntryImpl`: children and, once initialized, the subset's hosts with a
 /// round-robin child balancer.
@@ -389,17 +391,14 @@ fn extract<'h>(
         .collect()
 }
 
-/// `FindOrCreateSubset`: a lookup per level, and a key copied only where a level is created.
+/// `FindOrCreateSubset`: one lookup per level, and a key copied only where a level is created.
 fn find_or_create<'m>(subsets: &'m mut SubsetMap, kvs: &[(&str, &str)]) -> &'m mut Entry {
     let (name, value) = kvs[0];
-    if !subsets.contains_key(name) {
-        subsets.insert(name.to_owned(), HashMap::default());
-    }
-    let values = subsets.get_mut(name).expect("inserted above");
-    if !values.contains_key(value) {
-        values.insert(value.to_owned(), Entry::default());
-    }
-    let entry = values.get_mut(value).expect("inserted above");
+    let entry = subsets
+        .entry_ref(name)
+        .or_default()
+        .entry_ref(value)
+        .or_default();
     match kvs.len() {
         1 => entry,
         _ => find_or_create(&mut entry.children, &kvs[1..]),
