@@ -162,6 +162,25 @@ test("every malformed or foreign token is a 401, never a 5xx", async () => {
   await res.arrayBuffer();
 });
 
+test("an Authorization value past the first kilobyte is read whole; past the workspace, a 401", async () => {
+  // The value is read into the request's workspace (scrubbed after the request), offered 1 KiB
+  // first and then the room it asks for: a valid token beside a long unknown parameter passes.
+  const token = await freshToken();
+  const padded = `PrivateToken token="${token}", x-padding="${"p".repeat(3000)}"`;
+  const res = await get("/private/doc", { authorization: padded });
+  assert.equal(res.status, 200);
+  await res.arrayBuffer();
+  // Larger than the 64 KiB workspace: refused as malformed, not a 5xx, and the isolate serves on.
+  const huge = await get("/private/doc", {
+    authorization: `PrivateToken token="${"A".repeat(70_000)}"`,
+  });
+  assert.equal(huge.status, 401);
+  assert.equal(await huge.text(), "edgewise: token rejected");
+  const next = await get("/private/doc", withToken(await freshToken()));
+  assert.equal(next.status, 200);
+  await next.arrayBuffer();
+});
+
 test("memcached down: 503 (fail closed) within the deadline, then recovery", async () => {
   const token = await freshToken();
   await memcached.kill();

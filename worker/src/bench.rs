@@ -7,11 +7,15 @@
 
 use std::hint::black_box;
 
-use worker::{Headers, Request, RequestInit, Response, js_sys::Date};
+use edgewise::HeaderSet;
+use worker::{Headers, Request, Response, js_sys::Date};
 
 use crate::{config::Config, scratch, strip};
 
 const PATH: &str = "/__edgewise/bench/strip";
+
+/// Where the timed outbound requests would go: they are built, never sent.
+const TARGET: &str = "http://upstream.invalid/";
 
 /// Timings as JSON (microseconds per operation) for `GET /__edgewise/bench/strip?n=N`.
 pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
@@ -41,33 +45,24 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
         black_box(strip::matches(set, headers, &mut arena).is_ok());
     };
     let decide = per_op(&mut || decide_in_workspace(&headers));
-    let names_only = per_op(&mut || drop(black_box(strip::header_names(&headers))));
+    let names_only = per_op(&mut || drop(black_box(crate::crossing::header_names(&headers))));
     let copy = per_op(&mut || drop(black_box(Headers(headers.clone()).clone())));
-    let headers = &headers;
-    let outbound = |delete: bool| {
-        move || {
-            let mut init = RequestInit::new();
-            init.with_headers(Headers(headers.clone()));
-            if let Ok(upstream) = Request::new_with_init("http://upstream.invalid/", &init) {
-                // The plain request neither decides nor takes a workspace: it is the baseline
-                // the whole strip step (decision and deletion) is measured against.
-                if delete {
-                    let mut workspace = scratch::take(config.scrub);
-                    let mut scope = workspace.begin();
-                    let mut arena = scope.arena();
-                    if let Ok(Some(m)) = strip::matches(set, headers, &mut arena) {
-                        m.delete_from(&upstream.inner().headers());
-                    }
-                }
-                black_box(upstream);
-            }
-        }
+    // The worker's own outbound request (method, headers, redirect mode, body), built with the
+    // configured set and with an empty one, each in a workspace of its own as a request's is:
+    // the difference is the whole strip step, decision and deletion.
+    let none = HeaderSet::empty();
+    let outbound = |strip: &HeaderSet| {
+        let mut workspace = scratch::take(config.scrub);
+        let mut scope = workspace.begin();
+        let mut arena = scope.arena();
+        let upstream = crate::upstream_request(req, TARGET, strip, false, &mut arena);
+        black_box(upstream.is_ok());
     };
-    let plain = per_op(&mut outbound(false));
-    let stripped = per_op(&mut outbound(true));
+    let plain = per_op(&mut || outbound(&none));
+    let stripped = per_op(&mut || outbound(set));
     let body = format!(
         r#"{{"n":{n},"headers":{},"decideUs":{decide:.3},"namesCrossingUs":{names_only:.3},"headersCopyUs":{copy:.3},"outboundPlainUs":{plain:.3},"outboundStrippedUs":{stripped:.3}}}"#,
-        strip::header_names(headers).lines().count()
+        crate::crossing::header_names(&headers).lines().count()
     );
     Response::ok(body).ok()
 }

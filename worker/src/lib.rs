@@ -15,6 +15,7 @@ use worker::{Context, Env, Fetch, Request, Response, Result, Url, console_error,
 #[cfg(feature = "bench")]
 mod bench;
 mod config;
+mod crossing;
 mod daemon;
 mod failure;
 mod route;
@@ -23,7 +24,7 @@ mod strip;
 mod token;
 
 use config::Config;
-use edgewise::{Arena, Origin};
+use edgewise::{Arena, HeaderSet, Origin};
 use failure::Failure;
 
 #[event(fetch)]
@@ -236,7 +237,8 @@ impl Hop<'_> {
         let target = origin
             .upstream_url(self.url.path(), self.url.query())
             .map_err(Failure::Target)?;
-        let upstream = upstream_request(source, &target, self.config, self.token_checked, arena)?;
+        let strip = &self.config.request_strip;
+        let upstream = upstream_request(source, &target, strip, self.token_checked, arena)?;
         Fetch::Request(upstream)
             .send()
             .await
@@ -253,14 +255,13 @@ impl Hop<'_> {
 fn upstream_request(
     req: &Request,
     target: &str,
-    config: &Config,
+    strip: &HeaderSet,
     token_checked: bool,
     arena: &mut Arena<'_>,
 ) -> std::result::Result<Request, Failure> {
     // A handle to the incoming headers, not a copy of them.
     let incoming = req.inner().headers();
-    let internal = strip::matches(&config.request_strip, &incoming, arena)
-        .map_err(Failure::HeadersTooLarge)?;
+    let internal = strip::matches(strip, &incoming, arena).map_err(Failure::HeadersTooLarge)?;
     let init = web_sys::RequestInit::new();
     init.set_method(&req.inner().method());
     init.set_headers(&incoming);

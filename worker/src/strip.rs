@@ -5,28 +5,17 @@
 //! and only when something matched does a second call delete the matches. A request without
 //! internal headers (nearly all of them) costs one crossing, and none when stripping is off.
 //!
-//! Measured in workerd (`scripts/bench-strip.sh`, 22 headers): enumerating the `Headers` and
-//! crossing costs ~15 us, the glue and the Rust decision ~3.5 us, copying a `Headers` ~7 us. So
-//! the request's headers are never copied by us (the runtime copies them into the outbound
-//! request anyway), and matches are deleted from that copy.
+//! Measured in workerd (`scripts/bench-strip.sh`, 22 headers, 2026-11-25): enumerating the
+//! `Headers` and crossing costs ~8 us, the glue and the Rust decision ~1 us, copying a `Headers`
+//! ~4.5 us. So the request's headers are never copied by us (the runtime copies them into the
+//! outbound request anyway), and matches are deleted from that copy.
 
 use edgewise::{Arena, ArenaWriter, HeaderNames, HeaderSet};
 use wasm_bindgen::prelude::wasm_bindgen;
 
+use crate::crossing;
+
 #[wasm_bindgen(inline_js = r#"
-export function header_names(headers) {
-  let names = "";
-  for (const name of headers.keys()) names += name + "\n";
-  return names;
-}
-const encoder = new TextEncoder();
-export function header_names_into(headers, buf) {
-  const names = header_names(headers);
-  // Header names are HTTP tokens, ASCII: one byte per character.
-  if (names.length > buf.length) return -names.length;
-  const { read, written } = encoder.encodeInto(names, buf);
-  return read === names.length ? written : -names.length * 3;
-}
 export function delete_headers(headers, names) {
   for (const name of names.split("\n")) if (name) headers.delete(name);
 }
@@ -38,11 +27,6 @@ export function strip_response(response, names) {
 }
 "#)]
 extern "C" {
-    /// All header names, newline-joined: the one crossing from JS.
-    pub(crate) fn header_names(headers: &web_sys::Headers) -> String;
-    /// The same, written straight into `buf` (a view of Wasm memory); returns the length, or
-    /// minus the room needed if `buf` is too small.
-    fn header_names_into(headers: &web_sys::Headers, buf: &mut [u8]) -> i32;
     fn delete_headers(headers: &web_sys::Headers, names: &str);
     fn strip_response(response: &web_sys::Response, names: &str) -> web_sys::Response;
 }
@@ -73,9 +57,6 @@ impl HeaderNames for Crossing<'_, '_> {
 #[derive(Debug)]
 pub(crate) struct Matches<'w>(&'w str);
 
-/// Room first offered for the names: typical requests need a few hundred bytes.
-const NAMES_ROOM: usize = 1024;
-
 /// The names among `headers` that `set` matches; `None` if there are none (or the set is
 /// empty, which skips the crossing altogether). `Err` if the workspace is exhausted.
 pub(crate) fn matches<'w>(
@@ -86,7 +67,7 @@ pub(crate) fn matches<'w>(
     if set.is_empty() {
         return Ok(None);
     }
-    let names = names_into(headers, arena)?;
+    let names = crossing::header_names_in(headers, arena)?;
     let mut crossing = Crossing {
         names,
         delete: arena.writer(),
@@ -98,28 +79,6 @@ pub(crate) fn matches<'w>(
     // Built from slices of `names` and newlines: UTF-8.
     let delete = std::str::from_utf8(delete).map_err(|_| "header names not UTF-8")?;
     Ok(Some(Matches(delete)))
-}
-
-/// Copies the header names from JS straight into the workspace.
-fn names_into<'w>(
-    headers: &web_sys::Headers,
-    arena: &mut Arena<'w>,
-) -> Result<&'w str, &'static str> {
-    let mut room = NAMES_ROOM;
-    loop {
-        let mut writer = arena.writer();
-        let written = header_names_into(headers, writer.spare(room));
-        if let Ok(len) = usize::try_from(written) {
-            writer.advance(len).map_err(|_| "workspace full")?;
-            let names = writer.commit().ok_or("workspace full")?;
-            return std::str::from_utf8(names).map_err(|_| "header names not UTF-8");
-        }
-        let needed = written.unsigned_abs() as usize;
-        if needed <= room || needed > writer.remaining() {
-            return Err("header names larger than the workspace");
-        }
-        room = needed;
-    }
 }
 
 impl Matches<'_> {

@@ -12,12 +12,13 @@ use std::{fmt::Write as _, rc::Rc};
 
 use edgewise::{
     Arena, ArenaWriter, IssuerKey, ProtectedPaths, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token,
-    TokenChallenge, Verifier, www_authenticate,
+    TokenChallenge, TokenError, Verifier, www_authenticate,
 };
 use worker::{Env, Headers, Method, Request, RequestInit, Response, wasm_bindgen::JsValue};
 
 use crate::{
     config::{number, var},
+    crossing,
     daemon::Daemon,
     failure::Failure,
 };
@@ -92,7 +93,11 @@ impl TokenPolicy {
         headers: &Headers,
         arena: &mut Arena<'_>,
     ) -> Result<(), Failure> {
-        let Some(value) = headers.get("authorization").ok().flatten() else {
+        // Into the workspace, which is scrubbed after the request: a token the daemon could not
+        // spend (it was down) is still good, and a freed heap copy of it is not wiped.
+        let value = crossing::header_value_in(&headers.0, "authorization", arena)
+            .map_err(|e| self.invalid(TokenError::MalformedHeader(e)))?;
+        let Some(value) = value else {
             return Err(Failure::TokenMissing(Rc::clone(&self.challenge)));
         };
         let scratch: &mut [u8; TOKEN_SCRATCH_LEN] = arena
@@ -105,11 +110,15 @@ impl TokenPolicy {
                     .verify(&token, &[self.digest], now())
                     .map(|()| token)
             })
-            .map_err(|e| Failure::TokenInvalid(e, Rc::clone(&self.challenge)))?;
+            .map_err(|e| self.invalid(e))?;
         match self.redeem(&token, arena).await? {
             Redeemed::Fresh => Ok(()),
             Redeemed::Spent => Err(Failure::TokenSpent(Rc::clone(&self.challenge))),
         }
+    }
+
+    fn invalid(&self, error: TokenError) -> Failure {
+        Failure::TokenInvalid(error, Rc::clone(&self.challenge))
     }
 
     async fn redeem(&self, token: &Token<'_>, arena: &mut Arena<'_>) -> Result<Redeemed, Failure> {
