@@ -134,6 +134,18 @@ fn the_table_is_served_encoded_with_an_etag() {
     assert_eq!(json.status, 200);
     let from_json: HostTable = serde_json::from_slice(&json.body).unwrap();
     assert_eq!(from_json, table);
+    // Another representation, another strong ETag: neither revalidates the other.
+    let json_etag = json.header("etag").unwrap().to_owned();
+    assert_ne!(json_etag, etag);
+    let json_with = |tag: &str| {
+        get(
+            &daemon,
+            &[("Accept", "application/json"), ("If-None-Match", tag)],
+        )
+    };
+    assert_eq!(json_with(&json_etag).status, 304);
+    assert_eq!(json_with(&etag).status, 200);
+    assert_eq!(get(&daemon, &[("If-None-Match", &json_etag)]).status, 200);
 }
 
 #[test]

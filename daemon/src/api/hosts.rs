@@ -5,10 +5,10 @@
 //! 304, so a worker's periodic check costs no body. `If-None-Match` with the ETag of one of the
 //! last tables served, from a client that accepts `application/x-edgewise-hosts-delta`, gets
 //! the changes since that table (an [`edgewise::HostDelta`]) when the daemon has them, else the
-//! table. `Accept: application/json` gets the same table as JSON, for people and scripts. 404
-//! when the daemon serves no table.
+//! table. `Accept: application/json` gets the same table as JSON, for people and scripts, under an
+//! ETag of its own (never a delta). 404 when the daemon serves no table.
 
-use std::sync::Arc;
+use std::{borrow::Cow, sync::Arc};
 
 use axum::{
     Json,
@@ -32,8 +32,17 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
     let Some(current) = app.hosts.current() else {
         return error(StatusCode::NOT_FOUND, "this daemon serves no host table");
     };
-    let mut response = if matches_etag(&headers, &current.etag) {
+    // The JSON is another representation of the table, so it has its own strong ETag (RFC 9110
+    // section 8.8.3): a cache revalidating one must not be told the other is unchanged.
+    let json = wants_json(&headers);
+    let etag = match json {
+        true => Cow::Owned(json_etag(&current.etag)),
+        false => Cow::Borrowed(current.etag.as_str()),
+    };
+    let mut response = if matches_etag(&headers, &etag) {
         StatusCode::NOT_MODIFIED.into_response()
+    } else if json {
+        Json(&current.table).into_response()
     } else if let Some(delta) = delta_for(&headers, &current) {
         app.hosts.delta_served();
         (
@@ -44,8 +53,6 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
             delta.clone(),
         )
             .into_response()
-    } else if wants_json(&headers) {
-        Json(&current.table).into_response()
     } else {
         (
             [(header::CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE))],
@@ -54,7 +61,7 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
             .into_response()
     };
     let out = response.headers_mut();
-    if let Ok(etag) = HeaderValue::from_str(&current.etag) {
+    if let Ok(etag) = HeaderValue::from_str(&etag) {
         out.insert(header::ETAG, etag);
     }
     out.insert(VERSION_HEADER, HeaderValue::from(current.table.version));
@@ -64,6 +71,11 @@ pub(super) async fn get(State(app): State<Arc<App>>, headers: HeaderMap) -> Resp
         HeaderValue::from_static("accept, if-none-match"),
     );
     response
+}
+
+/// The ETag of the table's JSON, from the table's: the same digest, marked.
+fn json_etag(etag: &str) -> String {
+    format!("{}-json\"", etag.trim_end_matches('"'))
 }
 
 /// The comma-separated items of every `name` header (untrimmed).
