@@ -2,7 +2,7 @@
 // 1. inside the runtime: a build with the `bench` feature (scripts/bench-strip.sh makes it in
 //    .edgewise/build-bench) times each part of the step in a loop on a browser-like request;
 // 2. end to end: the same request stream through instances of the normal build in Miniflare
-//    (default lists; stripping off; request side only; response side only), interleaved round
+//    (default lists; stripping off, twice; request side only; response side only), interleaved round
 //    by round, with latency percentiles and the workerd process's CPU time per request. This
 //    is the user's view, but two workerd processes of one configuration differ by more (a
 //    second "off" instance shows by how much) than a step this small costs.
@@ -118,7 +118,7 @@ const on = await instance("stripping on (defaults)", { ORIGIN_URL: origin.url })
 const offBindings = { ORIGIN_URL: origin.url, INTERNAL_HEADERS: "", INTERNAL_RESPONSE_HEADERS: "" };
 const off = await instance("stripping off", offBindings);
 // The same configuration in a second workerd: how far two processes differ with no change at
-// all. Measured at 120-410 us CPU a request (2026-11-25), more than the whole step costs.
+// all. Measured at 44-411 us CPU a request (2026-11-25), more than the whole step costs.
 const offAgain = await instance("stripping off, again", offBindings);
 const requestOnly = await instance("request stripping only", {
   ORIGIN_URL: origin.url,

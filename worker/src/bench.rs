@@ -10,7 +10,7 @@ use std::hint::black_box;
 use edgewise::HeaderSet;
 use worker::{Headers, Request, Response, js_sys::Date};
 
-use crate::{config::Config, scratch, strip};
+use crate::{config::Config, crossing, scratch, strip};
 
 const PATH: &str = "/__edgewise/bench/strip";
 
@@ -45,7 +45,7 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
         black_box(strip::matches(set, headers, &mut arena).is_ok());
     };
     let decide = per_op(&mut || decide_in_workspace(&headers));
-    let names_only = per_op(&mut || drop(black_box(crate::crossing::header_names(&headers))));
+    let names_only = per_op(&mut || drop(black_box(crossing::header_names(&headers))));
     let copy = per_op(&mut || drop(black_box(Headers(headers.clone()).clone())));
     // The worker's own outbound request (method, headers, redirect mode, body), built with the
     // configured set and with an empty one, each in a workspace of its own as a request's is:
@@ -62,7 +62,7 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
     let stripped = per_op(&mut || outbound(set));
     let body = format!(
         r#"{{"n":{n},"headers":{},"decideUs":{decide:.3},"namesCrossingUs":{names_only:.3},"headersCopyUs":{copy:.3},"outboundPlainUs":{plain:.3},"outboundStrippedUs":{stripped:.3}}}"#,
-        crate::crossing::header_names(&headers).lines().count()
+        crossing::header_names(&headers).lines().count()
     );
     Response::ok(body).ok()
 }

@@ -49,7 +49,7 @@ pub(crate) fn header_names_in<'w>(
     headers: &web_sys::Headers,
     arena: &mut Arena<'w>,
 ) -> Result<&'w str, &'static str> {
-    into_arena(arena, |buf| header_names_into(headers, buf))
+    into_arena(arena, &NAMES, |buf| header_names_into(headers, buf))
 }
 
 /// Header `name`'s value in the workspace, `Ok(None)` if the header is absent.
@@ -59,7 +59,7 @@ pub(crate) fn header_value_in<'w>(
     arena: &mut Arena<'w>,
 ) -> Result<Option<&'w str>, &'static str> {
     let mut present = true;
-    let value = into_arena(arena, |buf| {
+    let value = into_arena(arena, &VALUE, |buf| {
         header_value_into(headers, name, buf).unwrap_or_else(|| {
             present = false;
             0
@@ -68,10 +68,29 @@ pub(crate) fn header_value_in<'w>(
     Ok(present.then_some(value))
 }
 
+/// Why a string is not in the workspace, named for the log: the callers' errors say which
+/// request or response the string came from, not which string it was.
+struct Refusals {
+    too_large: &'static str,
+    not_utf8: &'static str,
+}
+
+const NAMES: Refusals = Refusals {
+    too_large: "header names larger than the workspace",
+    not_utf8: "header names not UTF-8",
+};
+
+/// The token's caller reports these as a malformed `Authorization` header.
+const VALUE: Refusals = Refusals {
+    too_large: "larger than the workspace",
+    not_utf8: "not UTF-8",
+};
+
 /// What `write` writes into workspace memory: it returns the bytes written, or minus the room
 /// it needs, and is offered that room once more (if the workspace has it).
 fn into_arena<'w>(
     arena: &mut Arena<'w>,
+    refusals: &Refusals,
     mut write: impl FnMut(&mut [u8]) -> i32,
 ) -> Result<&'w str, &'static str> {
     let mut room = ROOM;
@@ -81,11 +100,11 @@ fn into_arena<'w>(
         if let Ok(len) = usize::try_from(written) {
             writer.advance(len).map_err(|_| "workspace full")?;
             let text = writer.commit().ok_or("workspace full")?;
-            return std::str::from_utf8(text).map_err(|_| "not UTF-8");
+            return std::str::from_utf8(text).map_err(|_| refusals.not_utf8);
         }
         let needed = written.unsigned_abs() as usize;
         if needed <= room || needed > writer.remaining() {
-            return Err("larger than the workspace");
+            return Err(refusals.too_large);
         }
         room = needed;
     }
