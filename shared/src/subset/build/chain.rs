@@ -294,10 +294,10 @@ impl Combos {
             let field = ((1u32 << width(&fields, at, total)) - 1) << shift;
             for (rank, &kv) in hosts.values(key).iter().enumerate() {
                 let rank = (rank as u32) << shift;
-                for &s in hosts.list(kv) {
+                hosts.each_slot(kv, |s| {
                     let code = &mut codes[s as usize];
                     *code = (*code & !field) | rank;
-                }
+                });
             }
         }
         let mut order = Vec::new();
@@ -386,9 +386,7 @@ fn ranks_of<'r>(made: &'r mut Vec<Vec<u32>>, key: u32, hosts: &Index) -> &'r [u3
         let values = hosts.values(key);
         let mut ranks = vec![values.len() as u32; hosts.hosts()];
         for (rank, &kv) in values.iter().enumerate() {
-            for &s in hosts.list(kv) {
-                ranks[s as usize] = rank as u32;
-            }
+            hosts.each_slot(kv, |s| ranks[s as usize] = rank as u32);
         }
         made[k] = ranks;
     }

@@ -53,6 +53,7 @@ fn index(hosts: usize, lists: [&[u32]; 5]) -> Index {
         slots,
         bitset_at: Vec::new(),
         bitsets: Vec::new(),
+        words: 0,
         values: [[10, 11].into(), [20, 21, 22].into()].into(),
     }
 }
@@ -127,6 +128,7 @@ fn index_of(hosts: &[Vec<Option<u32>>]) -> Index {
         slots,
         bitset_at: Vec::new(),
         bitsets: Vec::new(),
+        words: 0,
         values,
     }
 }
