@@ -45,7 +45,10 @@ fn dense_ids_are_bitsets_and_sparse_ones_lists() {
     let lb = mixed();
     let index = Index::new(&lb);
     let dense = |key: &str, value: &str| {
-        let kv = lb.interner.kv(lb.interner.key(key).unwrap(), value).unwrap();
+        let kv = lb
+            .interner
+            .kv(lb.interner.key(key).unwrap(), value)
+            .unwrap();
         index.bitset(kv).is_some()
     };
     assert!(dense("zone", "z1"));
