@@ -305,7 +305,8 @@ impl SubsetLb {
     /// configuration) are found once instead: [`SubsetLb::set_key`]. A request's pairs all at
     /// once: [`SubsetLb::set_all`].
     pub fn set(&self, md: &mut Metadata, key: &str, value: &str) {
-        md.set_str(&self.interner, key, value);
+        md.put_str(&self.interner, key, value);
+        md.pack();
     }
 
     /// Sets each of a request's `(key, value)` pairs in `md`, as [`SubsetLb::set`] sets one,
@@ -317,8 +318,9 @@ impl SubsetLb {
         pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) {
         for (key, value) in pairs {
-            md.set_str(&self.interner, key, value);
+            md.put_str(&self.interner, key, value);
         }
+        md.pack();
     }
 
     /// Picks a host for a request with metadata `md`; `entropy` drives the random choices
@@ -441,9 +443,20 @@ impl SubsetLb {
     /// The table's hit for the subset with value ids `kvs`.
     #[inline]
     fn subset_entry(&self, kvs: impl Iterator<Item = u32> + Clone, len: usize) -> Option<Hit> {
+        self.subset_entry_keyed(key::pack(kvs.clone(), len), kvs, len)
+    }
+
+    /// [`SubsetLb::subset_entry`] with the ids' [`key::pack`] made already.
+    #[inline]
+    fn subset_entry_keyed(
+        &self,
+        key: u64,
+        kvs: impl Iterator<Item = u32> + Clone,
+        len: usize,
+    ) -> Option<Hit> {
         let exact = key::is_exact(len, self.interner.kv_count());
         let subsets = &self.subsets;
-        self.subset_table.find(kvs, len, exact, |subset, kvs| {
+        self.subset_table.find(key, kvs, len, exact, |subset, kvs| {
             subsets.get(subset).is_some() && subsets.kvs(subset).iter().copied().eq(kvs)
         })
     }

@@ -32,7 +32,7 @@ fn lane(len: usize) -> u32 {
     }
 }
 
-/// The key of the value ids `kvs` (`len` of them). A value no host has
+/// The key of the first `len` value ids of `kvs` (0 for none). A value no host has
 /// ([`UNKNOWN_VALUE`](super::metadata::UNKNOWN_VALUE), `u32::MAX`) wraps to 0 when made
 /// one-based, and a lane of 0 is in no subset's key while keys are exact; when they are not,
 /// the caller compares ids, which never equal `UNKNOWN_VALUE`. No branch per id: the ids of a
@@ -42,6 +42,7 @@ pub(super) fn pack(kvs: impl Iterator<Item = u32>, len: usize) -> u64 {
     // Unrolled per length, with constant lanes: the loop over a length known only at run time
     // was ~45 instructions of a 4-key lookup's 260.
     match len {
+        0 => 0,
         1 => pack_n::<1>(kvs),
         2 => pack_n::<2>(kvs),
         3 => pack_n::<3>(kvs),

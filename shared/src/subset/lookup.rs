@@ -77,8 +77,9 @@ impl SubsetLb {
         for i in 0..self.metadata_fallbacks.len() {
             let mut merged = *md;
             for &(k, kv) in self.metadata_fallbacks[i].pairs() {
-                merged.set_ids(k, kv);
+                merged.put_ids(k, kv);
             }
+            merged.pack();
             if let Some(mut chosen) = self.iteration(&merged, rng, exclude, None) {
                 chosen.metadata_fallback = Some(i as u8);
                 return Some(chosen);
@@ -180,7 +181,13 @@ impl SubsetLb {
             return None;
         }
         let kvs = md.pairs().iter().map(|&(_, kv)| kv);
-        self.subset_entry(kvs, md.len()).map(|e| e.set)
+        debug_assert_eq!(
+            md.key(),
+            super::key::pack(kvs.clone(), md.len()),
+            "a stale key"
+        );
+        self.subset_entry_keyed(md.key(), kvs, md.len())
+            .map(|e| e.set)
     }
 
     fn pick(

@@ -102,10 +102,8 @@ impl SubsetLb {
     /// `md` match no subset, as an unknown key does.
     #[inline]
     pub fn set_key(&self, md: &mut Metadata, keys: &RequestKeys, i: usize, value: &str) {
-        match keys.id(i, self.serial) {
-            Some(k) => md.set_ids(k, self.interner.value_id(k, value)),
-            None => self.set_key_by_name(md, keys, i, value),
-        }
+        self.put_key(md, keys, i, value);
+        md.pack();
     }
 
     /// Sets a request's values in `md`, each by its key's position in `keys`, as
@@ -123,14 +121,24 @@ impl SubsetLb {
         values: impl IntoIterator<Item = (usize, &'v str)>,
     ) {
         for (i, value) in values {
-            self.set_key(md, keys, i, value);
+            self.put_key(md, keys, i, value);
+        }
+        md.pack();
+    }
+
+    /// [`SubsetLb::set_key`], `md`'s key left to [`Metadata::pack`].
+    #[inline]
+    fn put_key(&self, md: &mut Metadata, keys: &RequestKeys, i: usize, value: &str) {
+        match keys.id(i, self.serial) {
+            Some(k) => md.put_ids(k, self.interner.value_id(k, value)),
+            None => self.put_key_by_name(md, keys, i, value),
         }
     }
 
     #[cold]
-    fn set_key_by_name(&self, md: &mut Metadata, keys: &RequestKeys, i: usize, value: &str) {
+    fn put_key_by_name(&self, md: &mut Metadata, keys: &RequestKeys, i: usize, value: &str) {
         match keys.names.get(i) {
-            Some(name) => self.set(md, name, value),
+            Some(name) => md.put_str(&self.interner, name, value),
             None => md.set_foreign(),
         }
     }

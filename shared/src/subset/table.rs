@@ -89,11 +89,13 @@ impl Table {
         self.single.reserve(kvs.saturating_sub(self.single.len()));
     }
 
-    /// The subset with value ids `kvs` (`len` of them). `same(subset, kvs)` confirms a hit
-    /// when packed keys of `len` ids are not `exact` (see [`key::is_exact`]).
+    /// The subset with value ids `kvs` (`len` of them), whose [`key::pack`] is `key`.
+    /// `same(subset, kvs)` confirms a hit when packed keys of `len` ids are not `exact` (see
+    /// [`key::is_exact`]).
     #[inline]
     pub fn find<I>(
         &self,
+        key: u64,
         kvs: I,
         len: usize,
         exact: bool,
@@ -114,7 +116,6 @@ impl Table {
                 });
             }
         }
-        let key = key::pack(kvs.clone(), len);
         match self.packed.near_home(key) {
             Some(e) if exact => Some(e.hit),
             _ => self.find_far(key, kvs, exact, same),
