@@ -104,12 +104,23 @@ impl Metadata {
     #[inline]
     pub(super) fn put_ids(&mut self, k: u32, kv: u32) {
         let len = self.len();
-        // Requests usually set their keys in one order: then each pair goes last.
-        let at = match len {
-            0 => 0,
-            _ if self.pairs[len - 1].0 < k => len,
-            _ => self.pairs[..len].partition_point(|&(key, _)| key < k),
-        };
+        // Requests usually set their keys in one order: then each pair goes last, with one
+        // test of the last key and of the room left.
+        let after_last = len.checked_sub(1).is_none_or(|last| self.pairs[last].0 < k);
+        if after_last && len < METADATA_CAPACITY {
+            self.pairs[len] = (k, kv);
+            self.len += 1;
+            return;
+        }
+        self.put_among(k, kv);
+    }
+
+    /// [`Metadata::put_ids`] of a pair that does not go last: a key set before, one that
+    /// sorts before another, or a pair past the capacity.
+    #[inline(never)]
+    fn put_among(&mut self, k: u32, kv: u32) {
+        let len = self.len();
+        let at = self.pairs[..len].partition_point(|&(key, _)| key < k);
         if at < len && self.pairs[at].0 == k {
             self.pairs[at].1 = kv;
             return;
