@@ -509,13 +509,10 @@ struct Index {
 impl Index {
     fn new(lb: &SubsetLb) -> Index {
         let n = lb.interner.kv_count();
-        let hosts = 0..lb.slots.len() as u32;
         // Each id's count, at the place its list's end will take.
         let mut starts = vec![0u32; n + 1];
-        for s in hosts {
-            for &kv in lb.records.kvs(s) {
-                starts[kv as usize + 1] += 1;
-            }
+        for &kv in lb.records.all_kvs() {
+            starts[kv as usize + 1] += 1;
         }
         let mut index = Index::laid_out(lb, starts);
         // Dense ids are set in their bitsets straight from the records. Listing them first
@@ -534,8 +531,8 @@ impl Index {
     fn fill(&mut self, lb: &SubsetLb) {
         let mut fill = self.starts.clone();
         let (bitset_at, words) = (&self.bitset_at, self.words);
-        for s in 0..lb.slots.len() as u32 {
-            for &kv in lb.records.kvs(s) {
+        for (s, kvs) in lb.records.built_kvs() {
+            for &kv in kvs {
                 match bitset_at[kv as usize] {
                     NO_BITSET => {
                         self.slots[fill[kv as usize] as usize] = s;
@@ -551,8 +548,8 @@ impl Index {
     #[inline(never)]
     fn fill_lists(&mut self, lb: &SubsetLb) {
         let mut fill = self.starts.clone();
-        for s in 0..lb.slots.len() as u32 {
-            for &kv in lb.records.kvs(s) {
+        for (s, kvs) in lb.records.built_kvs() {
+            for &kv in kvs {
                 self.slots[fill[kv as usize] as usize] = s;
                 fill[kv as usize] += 1;
             }

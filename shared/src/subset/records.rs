@@ -69,6 +69,26 @@ impl Records {
         &self.kvs[span.kvs..span.kvs + span.kvs_len as usize]
     }
 
+    /// Every slot's ids in slot order, each slot's `(slot, ids)`, read straight through the
+    /// buffer: as a build leaves the records (none replaced or removed yet), a slot's ids
+    /// follow the one before's. What the index's two passes over every label read.
+    pub fn built_kvs(&self) -> impl Iterator<Item = (u32, &[u32])> {
+        debug_assert!(self.dead_kvs == 0);
+        let mut rest = &self.kvs[..];
+        (0u32..).zip(&self.spans).map(move |(s, span)| {
+            debug_assert_eq!(span.kvs, self.kvs.len() - rest.len());
+            let (ids, after) = rest.split_at(span.kvs_len as usize);
+            rest = after;
+            (s, ids)
+        })
+    }
+
+    /// Every slot's ids back to back, as a build leaves them (see [`Records::built_kvs`]).
+    pub fn all_kvs(&self) -> &[u32] {
+        debug_assert!(self.dead_kvs == 0);
+        &self.kvs
+    }
+
     /// Starts the record of slot `s` (an empty one, or the next new one) with its address;
     /// returns the id buffer for the caller to push the host's ids onto, then
     /// [`Records::seal`] them.
