@@ -72,7 +72,10 @@ pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableE
 
 /// Whether every address is a plain valid origin, and whether they ascend strictly (see
 /// [`scan_plain`](crate::origin::scan_plain)); addresses not all plain are checked one by one.
-pub(crate) fn scan_addresses<'a>(addresses: impl Iterator<Item = &'a str>) -> Scanned {
+pub(crate) fn scan_addresses<'a, A>(addresses: impl Iterator<Item = &'a A>) -> Scanned
+where
+    A: AsRef<[u8]> + ?Sized + 'a,
+{
     crate::origin::scan_plain(addresses, MAX_ADDRESS_LEN)
 }
 
