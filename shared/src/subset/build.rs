@@ -519,9 +519,12 @@ impl Index {
         // and making each bitset from its list wrote and read back 4 bytes a label (1.6 MB for
         // the 4 keys x 3 values scheme at 100k hosts, past a core's L2 here): two thirds of
         // the index's time.
-        match index.bitsets.is_empty() {
-            true => index.fill_lists(lb),
-            false => index.fill(lb),
+        // Stops at the first sparse id: the first of a key unique per host.
+        let all_dense = index.bitset_at.iter().all(|&at| at != NO_BITSET);
+        match (index.bitsets.is_empty(), all_dense) {
+            (true, _) => index.fill_lists(lb),
+            (false, true) => index.fill_bitsets(lb),
+            (false, false) => index.fill(lb),
         }
         index
     }
@@ -540,6 +543,25 @@ impl Index {
                     }
                     at => self.bitsets[at as usize * words + s as usize / 64] |= 1 << (s % 64),
                 }
+            }
+        }
+    }
+
+    /// [`Index::fill`] when every id is dense (a few values a key, as in the 4 keys x 3 values
+    /// and MOSN's schemes): a label is an OR into a word found by an add, without a test or a
+    /// multiply (14 instructions a label down to 10).
+    #[inline(never)]
+    fn fill_bitsets(&mut self, lb: &SubsetLb) {
+        let words = self.words;
+        let firsts: Vec<usize> = self
+            .bitset_at
+            .iter()
+            .map(|&at| at as usize * words)
+            .collect();
+        for (s, kvs) in lb.records.built_kvs() {
+            let (word, bit) = (s as usize / 64, 1u64 << (s % 64));
+            for &kv in kvs {
+                self.bitsets[firsts[kv as usize] + word] |= bit;
             }
         }
     }
