@@ -52,7 +52,7 @@ pub(crate) use validate::{
     hosts as validate_hosts, label_count_fits, label_fits, scan_addresses, weight_fits,
 };
 pub(crate) use view::HostView;
-pub(crate) use wire::Columns;
+pub(crate) use wire::{Columns, Dictionary};
 
 /// Media type of [`HostTable::encode`]'s bytes, as `GET /v1/hosts` serves them.
 pub const HOST_TABLE_MEDIA_TYPE: &str = "application/x-edgewise-hosts";

@@ -273,11 +273,15 @@ impl SubsetLb {
     /// would refuse it.
     pub fn decode(bytes: &[u8]) -> Result<SubsetLb, SubsetError> {
         let aligned = hosttable::table_archive(bytes)?;
-        let columns = hosttable::Columns::new(aligned.access()?)?;
-        let config = hosttable::deserialize_config(columns.config())?;
-        build::build_columns(&columns, &config).map_err(|()| {
+        let dictionary = hosttable::Dictionary::new(aligned.access()?)?;
+        // Refused as `HostTable::decode` refuses it: for its labels before its configuration.
+        let config = hosttable::deserialize_config(dictionary.config())
+            .map_err(|e| dictionary.check_labels().err().unwrap_or(e))?;
+        build::build_columns(dictionary, &config).map_err(|()| {
             // Named by the owned table's validation, so that both decoders say the same.
-            let named = columns.to_table().and_then(|t| t.validate());
+            let named = (dictionary.check_labels())
+                .and_then(|columns| columns.to_table())
+                .and_then(|t| t.validate());
             named
                 .err()
                 .unwrap_or(crate::HostTableError::Malformed)

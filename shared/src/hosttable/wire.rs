@@ -181,92 +181,34 @@ fn end(text: &str) -> Option<u32> {
     u32::try_from(text.len()).ok()
 }
 
+/// An archived table whose columns agree (every offset in range and on a character boundary,
+/// keys ascending, every pair naming a key), all but its labels:
+/// what a build reads before it maps each label to an id, checking the labels on the way
+/// ([`Dictionary::label_ids`]). [`Dictionary::check_labels`] makes it [`Columns`].
+#[derive(Clone, Copy)]
+pub(crate) struct Dictionary<'a> {
+    wire: &'a ArchivedWire,
+}
+
 /// An archived table whose columns agree: every offset in range and on a character boundary,
 /// every position names an entry, keys ascend in the dictionary and in each host. What is left
 /// to check is what [`HostTable::validate`] checks of an owned table.
 pub(crate) struct Columns<'a> {
-    wire: &'a ArchivedWire,
+    dictionary: Dictionary<'a>,
+}
+
+impl<'a> core::ops::Deref for Columns<'a> {
+    type Target = Dictionary<'a>;
+
+    fn deref(&self) -> &Dictionary<'a> {
+        &self.dictionary
+    }
 }
 
 impl<'a> Columns<'a> {
     /// The columns of the (bytechecked) archive `wire`, if they agree.
     pub(crate) fn new(wire: &'a ArchivedWire) -> Result<Columns<'a>, HostTableError> {
-        let n = wire.weights.len();
-        if n > MAX_HOSTS {
-            return Err(HostTableError::TooManyHosts(n));
-        }
-        let agree = [
-            wire.address_ends.len(),
-            wire.healthy.len(),
-            wire.label_ends.len(),
-        ]
-        .iter()
-        .all(|&len| len == n)
-            && wire.pair_keys.len() == wire.value_ends.len()
-            && ends_in(&wire.address_ends, &wire.addresses)
-            && ends_in(&wire.value_ends, &wire.values)
-            && ascending(&wire.label_ends, wire.labels.len())
-            && super::validate::ascending(wire.keys.iter().map(|k| k.as_str()))
-            && wire
-                .pair_keys
-                .iter()
-                .all(|k| k.to_native() < wire.keys.len() as u32);
-        if !agree {
-            return Err(HostTableError::Malformed);
-        }
-        let columns = Columns { wire };
-        columns.check_labels()?;
-        Ok(columns)
-    }
-
-    /// Every label names a pair, a host's keys are strictly ascending, and every pair is named
-    /// by a host and every key by a pair, as `encode` writes them: an entry no host has would
-    /// be interned in place but not by a build from the decoded table, and the two must route
-    /// alike. One pass over the labels, a host's verdict made at its end: this runs on every
-    /// table the worker gets.
-    fn check_labels(&self) -> Result<(), HostTableError> {
-        let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
-        let mut named = vec![false; pairs.len()];
-        let mut start = 0;
-        for (index, end) in self.wire.label_ends.iter().enumerate() {
-            let end = end.to_native() as usize;
-            let (mut previous, mut ascending) = (-1i64, true);
-            for p in &labels[start..end] {
-                // Not `ok_or`: it makes (and drops) the error for every label.
-                let Some(key) = pairs.get(p.to_native() as usize) else {
-                    return Err(HostTableError::Malformed);
-                };
-                named[p.to_native() as usize] = true;
-                let key = i64::from(key.to_native());
-                ascending &= key > previous;
-                previous = key;
-            }
-            if !ascending {
-                return Err(HostTableError::LabelsOutOfOrder { index });
-            }
-            start = end;
-        }
-        let mut keys_named = vec![false; self.wire.keys.len()];
-        pairs
-            .iter()
-            .for_each(|k| keys_named[k.to_native() as usize] = true);
-        match named.iter().chain(&keys_named).all(|&n| n) {
-            true => Ok(()),
-            false => Err(HostTableError::Malformed),
-        }
-    }
-
-    pub(crate) fn version(&self) -> u64 {
-        self.wire.version.to_native()
-    }
-
-    pub(crate) fn config(&self) -> &'a ArchivedSubsetConfig {
-        &self.wire.subset
-    }
-
-    /// Number of hosts.
-    pub(crate) fn len(&self) -> usize {
-        self.wire.weights.len()
+        Dictionary::new(wire)?.check_labels()
     }
 
     /// The hosts, in order.
@@ -288,6 +230,176 @@ impl<'a> Columns<'a> {
             (address_at, labels_at) = (address_end, labels_end);
             host
         })
+    }
+
+    /// The table, owned (not validated).
+    pub(crate) fn to_table(&self) -> Result<HostTable, HostTableError> {
+        let subset = deserialize_config(self.config())?;
+        let hosts = self.hosts().map(|h| h.to_host()).collect();
+        Ok(HostTable {
+            version: self.version(),
+            hosts,
+            subset,
+        })
+    }
+}
+
+/// Each pair's id and label count, as [`Dictionary::label_ids`] found them.
+pub(crate) struct LabelIds {
+    /// Per pair, its id and how many labels name it.
+    pairs: Vec<Entry>,
+}
+
+impl LabelIds {
+    /// Per id below `ids`, how many labels carry it, at `[id + 1]` (pairs may share an id).
+    pub(crate) fn id_counts(&self, ids: usize) -> Vec<u32> {
+        let mut counts = vec![0u32; ids + 1];
+        for pair in &self.pairs {
+            counts[pair.id as usize + 1] += pair.count;
+        }
+        counts
+    }
+}
+
+/// A pair as [`Dictionary::label_ids`] reads it for a label: one bounds check a label for
+/// all three.
+#[derive(Clone, Copy)]
+struct Entry {
+    key: u32,
+    id: u32,
+    count: u32,
+}
+
+impl<'a> Dictionary<'a> {
+    /// The dictionary of the (bytechecked) archive `wire`, if its columns agree.
+    pub(crate) fn new(wire: &'a ArchivedWire) -> Result<Dictionary<'a>, HostTableError> {
+        let n = wire.weights.len();
+        if n > MAX_HOSTS {
+            return Err(HostTableError::TooManyHosts(n));
+        }
+        let agree = [
+            wire.address_ends.len(),
+            wire.healthy.len(),
+            wire.label_ends.len(),
+        ]
+        .iter()
+        .all(|&len| len == n)
+            && wire.pair_keys.len() == wire.value_ends.len()
+            && ends_in(&wire.address_ends, &wire.addresses)
+            && ends_in(&wire.value_ends, &wire.values)
+            && ascending(&wire.label_ends, wire.labels.len())
+            && super::validate::ascending(wire.keys.iter().map(|k| k.as_str()))
+            && wire
+                .pair_keys
+                .iter()
+                .all(|k| k.to_native() < wire.keys.len() as u32);
+        match agree {
+            true => Ok(Dictionary { wire }),
+            false => Err(HostTableError::Malformed),
+        }
+    }
+
+    /// Every key is named by a pair, as `encode` writes them (see [`Dictionary::check_labels`]).
+    fn keys_named(&self) -> bool {
+        let mut named = vec![false; self.wire.keys.len()];
+        (self.wire.pair_keys.iter()).for_each(|k| named[k.to_native() as usize] = true);
+        named.iter().all(|&n| n)
+    }
+
+    /// Every label names a pair, a host's keys are strictly ascending, and every pair is named
+    /// by a host and every key by a pair, as `encode` writes them: an entry no host has would be interned in place but
+    /// not by a build from the decoded table, and the two must route alike. One pass over the
+    /// labels, a host's verdict made at its end.
+    pub(crate) fn check_labels(self) -> Result<Columns<'a>, HostTableError> {
+        let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
+        let mut named = vec![false; pairs.len()];
+        let mut start = 0;
+        for (index, end) in self.wire.label_ends.iter().enumerate() {
+            let end = end.to_native() as usize;
+            let (mut previous, mut ascending) = (-1i64, true);
+            for p in &labels[start..end] {
+                // Not `ok_or`: it makes (and drops) the error for every label.
+                let Some(key) = pairs.get(p.to_native() as usize) else {
+                    return Err(HostTableError::Malformed);
+                };
+                named[p.to_native() as usize] = true;
+                let key = i64::from(key.to_native());
+                ascending &= key > previous;
+                previous = key;
+            }
+            if !ascending {
+                return Err(HostTableError::LabelsOutOfOrder { index });
+            }
+            start = end;
+        }
+        match named.iter().all(|&n| n) && self.keys_named() {
+            true => Ok(Columns { dictionary: self }),
+            false => Err(HostTableError::Malformed),
+        }
+    }
+
+    /// [`Dictionary::check_labels`], with each label's pair `p` mapped to `ids[p]` (pushed onto
+    /// `out`, in label order) and counted in the same pass: the worker's build from bytes made
+    /// three passes over the labels (the check, the ids, the index's counts). `ids` has an id
+    /// per pair. A refusal is [`Dictionary::check_labels`]'s.
+    pub(crate) fn label_ids(
+        self,
+        ids: &[u32],
+        out: &mut Vec<u32>,
+    ) -> Result<LabelIds, HostTableError> {
+        let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
+        if ids.len() != pairs.len() {
+            return Err(HostTableError::Malformed);
+        }
+        let entry = |(k, &id): (&rkyv::Archived<u32>, &u32)| Entry {
+            key: k.to_native(),
+            id,
+            count: 0,
+        };
+        let mut entries: Vec<Entry> = pairs.iter().zip(ids).map(entry).collect();
+        let base = out.len();
+        out.resize(base + labels.len(), 0);
+        let out = &mut out[base..];
+        let (mut start, mut fine) = (0, true);
+        for end in self.wire.label_ends.iter() {
+            let end = end.to_native() as usize;
+            let mut previous = -1i64;
+            for (p, id) in labels[start..end].iter().zip(&mut out[start..end]) {
+                let Some(entry) = entries.get_mut(p.to_native() as usize) else {
+                    return Err(self.refusal());
+                };
+                entry.count += 1;
+                *id = entry.id;
+                fine &= i64::from(entry.key) > previous;
+                previous = i64::from(entry.key);
+            }
+            start = end;
+        }
+        if !fine || entries.iter().any(|e| e.count == 0) || !self.keys_named() {
+            return Err(self.refusal());
+        }
+        Ok(LabelIds { pairs: entries })
+    }
+
+    /// Why [`Dictionary::check_labels`] refuses the labels, which it does.
+    #[cold]
+    fn refusal(self) -> HostTableError {
+        self.check_labels()
+            .err()
+            .unwrap_or(HostTableError::Malformed)
+    }
+
+    pub(crate) fn version(&self) -> u64 {
+        self.wire.version.to_native()
+    }
+
+    pub(crate) fn config(&self) -> &'a ArchivedSubsetConfig {
+        &self.wire.subset
+    }
+
+    /// Number of hosts.
+    pub(crate) fn len(&self) -> usize {
+        self.wire.weights.len()
     }
 
     /// Whether every host passes [`host_fits_but_labels`](super::host_fits_but_labels), checked
@@ -328,11 +440,6 @@ impl<'a> Columns<'a> {
     /// Where each host's labels end in [`Columns::labels`], in host order.
     pub(crate) fn label_ends(&self) -> impl Iterator<Item = usize> + 'a {
         self.wire.label_ends.iter().map(|e| e.to_native() as usize)
-    }
-
-    /// The pair positions of all hosts' labels, back to back.
-    pub(crate) fn labels(&self) -> impl Iterator<Item = usize> + 'a {
-        self.wire.labels.iter().map(|p| p.to_native() as usize)
     }
 
     /// The addresses of all hosts, back to back (see [`ColumnHost::address_at`]).
@@ -423,17 +530,6 @@ impl<'a> Columns<'a> {
             let run = keys[at..].iter().take_while(|k| *k == key).count();
             at += run;
             Some((key.to_native() as usize, run))
-        })
-    }
-
-    /// The table, owned (not validated).
-    pub(crate) fn to_table(&self) -> Result<HostTable, HostTableError> {
-        let subset = deserialize_config(self.config())?;
-        let hosts = self.hosts().map(|h| h.to_host()).collect();
-        Ok(HostTable {
-            version: self.version(),
-            hosts,
-            subset,
         })
     }
 }

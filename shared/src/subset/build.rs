@@ -17,7 +17,7 @@ use super::subsets::Subsets;
 use super::table::Table;
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
 use crate::hosttable::{
-    Columns, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, scan_addresses,
+    Dictionary, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, scan_addresses,
     validate_config, weight_fits,
 };
 use crate::origin::Scanned;
@@ -77,7 +77,7 @@ pub(super) fn build<H: HostView>(
             return Err(());
         }
     }
-    lb.finish(uniform(hosts), scanned.order())
+    lb.finish(uniform(hosts), scanned.order(), None)
 }
 
 /// The index of the columns of a table's bytes, or `Err` if the table breaks a rule of
@@ -86,31 +86,41 @@ pub(super) fn build<H: HostView>(
 /// their labels...), not host by host.
 ///
 /// [`HostTable::validate`]: crate::HostTable::validate
-pub(super) fn build_columns(columns: &Columns<'_>, config: &SubsetConfig) -> Result<SubsetLb, ()> {
-    let n = columns.len();
-    let (text, labels) = (columns.address_bytes(), columns.label_count());
-    let mut lb = SubsetLb::started(columns.version(), config, n, text, labels)?;
-    let pairs = Pairs::new(&mut lb, columns);
-    // Every pair is some host's label (`Columns::new`): one that does not fit is a host's.
-    let Some(scanned) = columns.hosts_fit_but_labels().filter(|_| pairs.fit) else {
+pub(super) fn build_columns(
+    dictionary: Dictionary<'_>,
+    config: &SubsetConfig,
+) -> Result<SubsetLb, ()> {
+    let n = dictionary.len();
+    let (text, labels) = (dictionary.address_bytes(), dictionary.label_count());
+    let mut lb = SubsetLb::started(dictionary.version(), config, n, text, labels)?;
+    let pairs = Pairs::new(&mut lb, &dictionary);
+    // A pair that does not fit is a host's label, or the labels are refused (`label_ids`).
+    let Some(scanned) = dictionary.hosts_fit_but_labels().filter(|_| pairs.fit) else {
         return Err(());
     };
-    lb.push_slots(columns.slots());
+    lb.push_slots(dictionary.slots());
     // Addresses in one copy, not one per host.
-    let text = lb.records.push_text(columns.all_addresses());
-    if lb.options.list_as_any {
+    let text = lb.records.push_text(dictionary.all_addresses());
+    let counts = if lb.options.list_as_any {
+        let columns = dictionary.check_labels().map_err(drop)?;
         for (s, host) in columns.hosts().enumerate() {
             let at = text + host.address_at;
             let kvs = lb.records.start_at(s as u32, at, host.address().len());
             pairs.extend(kvs, host.labels);
             lb.records.seal(s as u32, true);
         }
+        None
     } else {
         // One id per pair: a label's id is its pair's.
-        let kvs = columns.labels().map(|p| pairs.kvs[p]);
-        (lb.records).push_all(text, columns.address_ends(), columns.label_ends(), kvs);
-    }
-    lb.finish(columns.uniform(), scanned.order())
+        let (ends, label_ends) = (dictionary.address_ends(), dictionary.label_ends());
+        let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, kvs);
+        let labels = lb
+            .records
+            .push_all(text, ends, label_ends, ids)
+            .map_err(drop)?;
+        Some(labels.id_counts(lb.interner.kv_count()))
+    };
+    lb.finish(dictionary.uniform(), scanned.order(), counts)
 }
 
 /// The key=value ids of a table's pairs, by position: one per pair, or with `list_as_any`
@@ -125,7 +135,7 @@ struct Pairs {
 }
 
 impl Pairs {
-    fn new(lb: &mut SubsetLb, columns: &Columns<'_>) -> Pairs {
+    fn new(lb: &mut SubsetLb, columns: &Dictionary<'_>) -> Pairs {
         let (interner, list_as_any) = (&mut lb.interner, lb.options.list_as_any);
         let keys: Vec<(u32, &str)> = columns
             .keys()
@@ -156,7 +166,7 @@ impl Pairs {
     fn intern_runs(
         &mut self,
         interner: &mut Interner,
-        columns: &Columns<'_>,
+        columns: &Dictionary<'_>,
         keys: &[(u32, &str)],
     ) {
         let mut values = columns.values();
@@ -173,7 +183,7 @@ impl Pairs {
     fn intern_items(
         &mut self,
         interner: &mut Interner,
-        columns: &Columns<'_>,
+        columns: &Dictionary<'_>,
         keys: &[(u32, &str)],
     ) {
         self.starts.reserve_exact(columns.pair_count() + 1);
@@ -225,14 +235,21 @@ impl SubsetLb {
     /// selectors' trie, the default subset; `Err` if two hosts share an address. `uniform` is
     /// the weight of every host when all are healthy and weigh the same; `ascending`, whether
     /// the addresses ascend strictly in slot order, if known.
-    fn finish(mut self, uniform: Option<u32>, ascending: Option<bool>) -> Result<SubsetLb, ()> {
+    /// The build's last steps, from the records: `counts`, if the caller has them, as
+    /// [`LabelIds::id_counts`](crate::hosttable::LabelIds::id_counts) gives them.
+    fn finish(
+        mut self,
+        uniform: Option<u32>,
+        ascending: Option<bool>,
+        counts: Option<Vec<u32>>,
+    ) -> Result<SubsetLb, ()> {
         // A pass of its own over the records, once they are all made (see `Addresses::claim`).
         let slots = self.slots.len() as u32;
         let Some(addresses) = Addresses::claim(&self.records, slots, ascending) else {
             return Err(());
         };
         self.addresses = addresses;
-        let index = Index::new(&self);
+        let index = Index::new(&self, counts);
         self.reserve_subsets(&index);
         let trie = Trie::new(&self.selectors);
         let plan = Plan::new(&self.selectors, self.options.list_as_any);
@@ -507,13 +524,17 @@ struct Index {
 }
 
 impl Index {
-    fn new(lb: &SubsetLb) -> Index {
-        let n = lb.interner.kv_count();
+    /// The index of `lb`'s records; `counts`, each id's count at `[id + 1]`, if known.
+    fn new(lb: &SubsetLb, counts: Option<Vec<u32>>) -> Index {
         // Each id's count, at the place its list's end will take.
-        let mut starts = vec![0u32; n + 1];
-        for &kv in lb.records.all_kvs() {
-            starts[kv as usize + 1] += 1;
-        }
+        let starts = counts.unwrap_or_else(|| {
+            let mut starts = vec![0u32; lb.interner.kv_count() + 1];
+            for &kv in lb.records.all_kvs() {
+                starts[kv as usize + 1] += 1;
+            }
+            starts
+        });
+        debug_assert_eq!(starts.len(), lb.interner.kv_count() + 1);
         let mut index = Index::laid_out(lb, starts);
         // Dense ids are set in their bitsets straight from the records. Listing them first
         // and making each bitset from its list wrote and read back 4 bytes a label (1.6 MB for

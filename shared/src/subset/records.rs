@@ -121,19 +121,20 @@ impl Records {
     }
 
     /// The records of the next new slots, in order: the addresses pushed at `text` (see
-    /// [`Records::push_text`]) cut at `text_ends`, their ids `kvs` cut at `kv_ends` (ends
-    /// ascending, offsets from `text` and from the first of `kvs`). Ids stay in label order,
-    /// as [`Records::seal`] without dedup leaves them.
-    pub fn push_all(
+    /// [`Records::push_text`]) cut at `text_ends`, their ids, which `push_ids` appends to the
+    /// id buffer it is given (its room kept for later changes), cut at `kv_ends` (ends
+    /// ascending, offsets from `text` and from the first id pushed). Ids stay in label order,
+    /// as [`Records::seal`] without dedup leaves them. Nothing is recorded if `push_ids` fails.
+    pub fn push_all<R, E>(
         &mut self,
         text: usize,
         text_ends: impl Iterator<Item = usize>,
         kv_ends: impl Iterator<Item = usize>,
-        kvs: impl Iterator<Item = u32>,
-    ) {
+        push_ids: impl FnOnce(&mut Vec<u32>) -> Result<R, E>,
+    ) -> Result<R, E> {
         let (mut text_at, mut kvs_at) = (text, self.kvs.len());
         let kvs_base = kvs_at;
-        self.kvs.extend(kvs);
+        let pushed = push_ids(&mut self.kvs).inspect_err(|_| self.kvs.truncate(kvs_base))?;
         for (t, k) in text_ends.zip(kv_ends) {
             let (t, k) = (text + t, kvs_base + k);
             self.spans.push(Span {
@@ -144,6 +145,7 @@ impl Records {
             });
             (text_at, kvs_at) = (t, k);
         }
+        Ok(pushed)
     }
 
     /// Ends the record of slot `s`: its ids pushed since [`Records::start`]; with `dedup`

@@ -43,7 +43,7 @@ fn mixed() -> SubsetLb {
 #[test]
 fn dense_ids_are_bitsets_and_sparse_ones_lists() {
     let lb = mixed();
-    let index = Index::new(&lb);
+    let index = Index::new(&lb, None);
     let dense = |key: &str, value: &str| {
         let kv = lb
             .interner
