@@ -383,12 +383,12 @@ impl SubsetLb {
             let ordered = H::ORDERED || previous.is_none_or(|p| interner.key_precedes(p, key));
             fit &= label_fits(k, v) & ordered;
             previous = Some(key);
-            position += 1;
             if list_as_any {
                 kvs.extend(list_items(v).map(|item| interner.intern_kv(key, item)));
             } else {
-                kvs.push(interner.intern_kv(key, v));
+                kvs.push(interner.intern_kv_at(position, key, v));
             }
+            position += 1;
             ControlFlow::<()>::Continue(())
         });
         // Only a list repeats a value (`a,b,a`). Nothing else needs an order: sorting by key
