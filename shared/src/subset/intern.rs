@@ -487,10 +487,12 @@ impl Interner {
     #[inline(always)]
     pub(super) fn intern_kv_at(&mut self, position: usize, key: u32, value: &str) -> u32 {
         let fp = Fingerprint::of(value);
-        if let Some(recent) = self.recent_kvs.get(position) {
-            if recent.key == key && recent.fp.same(&fp) && fp.is_whole() {
-                return recent.id;
-            }
+        if let Some(recent) = self.recent_kvs.get(position)
+            && recent.key == key
+            && recent.fp.same(&fp)
+            && fp.is_whole()
+        {
+            return recent.id;
         }
         if let Some(table) = self.spilled(key) {
             return self.intern_spilled(table, key, fp, value);
