@@ -151,18 +151,27 @@ impl Records {
     /// Ends the record of slot `s`: its ids pushed since [`Records::start`]; with `dedup`
     /// (a host's values may repeat: `list_as_any` lists such as `a,b,a`), sorted and with
     /// repeats dropped. Without, ids of distinct labels are distinct and stay in label order.
+    #[inline]
     pub fn seal(&mut self, s: u32, dedup: bool) {
+        if dedup {
+            return self.seal_deduped(s);
+        }
+        let span = &mut self.spans[s as usize];
+        span.kvs_len = (self.kvs.len() - span.kvs) as u32;
+    }
+
+    /// [`Records::seal`] with `dedup`: out of line, where it does not weigh on every host of
+    /// a build without (37 instructions a seal of MOSN's scheme).
+    #[inline(never)]
+    fn seal_deduped(&mut self, s: u32) {
         let span = &mut self.spans[s as usize];
         let tail = &mut self.kvs[span.kvs..];
-        let mut kept = tail.len();
-        if dedup {
-            tail.sort_unstable();
-            kept = 0;
-            for i in 0..tail.len() {
-                if i == 0 || tail[i] != tail[kept - 1] {
-                    tail[kept] = tail[i];
-                    kept += 1;
-                }
+        tail.sort_unstable();
+        let mut kept = 0;
+        for i in 0..tail.len() {
+            if i == 0 || tail[i] != tail[kept - 1] {
+                tail[kept] = tail[i];
+                kept += 1;
             }
         }
         span.kvs_len = kept as u32;
