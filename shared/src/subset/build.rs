@@ -234,9 +234,9 @@ impl SubsetLb {
     /// The index of the hosts recorded: addresses claimed, subsets made by the walk of the
     /// selectors' trie, the default subset; `Err` if two hosts share an address. `uniform` is
     /// the weight of every host when all are healthy and weigh the same; `ascending`, whether
-    /// the addresses ascend strictly in slot order, if known.
-    /// The build's last steps, from the records: `counts`, if the caller has them, as
-    /// [`LabelIds::id_counts`](crate::hosttable::LabelIds::id_counts) gives them.
+    /// the addresses ascend strictly in slot order, if known; `counts`, each id's count at
+    /// `[id + 1]` as [`LabelIds::id_counts`](crate::hosttable::LabelIds::id_counts) gives
+    /// them, if the caller has them.
     fn finish(
         mut self,
         uniform: Option<u32>,
