@@ -182,9 +182,9 @@ fn end(text: &str) -> Option<u32> {
 }
 
 /// An archived table whose columns agree (every offset in range and on a character boundary,
-/// keys ascending, every pair naming a key), all but its labels:
-/// what a build reads before it maps each label to an id, checking the labels on the way
-/// ([`Dictionary::label_ids`]). [`Dictionary::check_labels`] makes it [`Columns`].
+/// keys ascending, every pair naming a key), all but its labels: what a build reads before it
+/// maps each label to an id, checking the labels on the way ([`Dictionary::label_ids`]).
+/// [`Dictionary::check_labels`] makes it [`Columns`].
 #[derive(Clone, Copy)]
 pub(crate) struct Dictionary<'a> {
     wire: &'a ArchivedWire,
@@ -307,9 +307,9 @@ impl<'a> Dictionary<'a> {
     }
 
     /// Every label names a pair, a host's keys are strictly ascending, and every pair is named
-    /// by a host and every key by a pair, as `encode` writes them: an entry no host has would be interned in place but
-    /// not by a build from the decoded table, and the two must route alike. One pass over the
-    /// labels, a host's verdict made at its end.
+    /// by a host and every key by a pair, as `encode` writes them: an entry no host has would
+    /// be interned in place but not by a build from the decoded table, and the two must route
+    /// alike. One pass over the labels, a host's verdict made at its end.
     pub(crate) fn check_labels(self) -> Result<Columns<'a>, HostTableError> {
         let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
         let mut named = vec![false; pairs.len()];

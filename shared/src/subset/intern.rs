@@ -130,6 +130,18 @@ fn id_hash(id: u32) -> u64 {
     u64::from(id).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
+/// Stores `item` as the last seen at label `position` of a host: in place, or as the next
+/// position; a position past the next (a host longer than any before it by more than one,
+/// which a host's labels in order never are) is not remembered.
+#[inline]
+fn remember<T>(recent: &mut Vec<T>, position: usize, item: T) {
+    if position < recent.len() {
+        recent[position] = item;
+    } else if position == recent.len() {
+        recent.push(item);
+    }
+}
+
 /// A key=value interned at a label position, with its value's fingerprint.
 #[derive(Debug, Clone, Copy)]
 struct Recent {
@@ -373,11 +385,7 @@ impl Interner {
     #[inline(never)]
     fn intern_key_elsewhere(&mut self, position: usize, key: &str) -> u32 {
         let id = self.intern_key(key);
-        if position < self.recent.len() {
-            self.recent[position] = id;
-        } else if position == self.recent.len() {
-            self.recent.push(id);
-        }
+        remember(&mut self.recent, position, id);
         id
     }
 
@@ -481,7 +489,7 @@ impl Interner {
     /// [`Interner::intern_kv`] of the label at `position` of a host: the pair at that position
     /// on the host before, if it is the same (a label most hosts share: three of the four of
     /// MOSN's scheme), is found by one test of its fingerprint, without a look in the key's
-    /// lanes (interning was over a third of the instructions of a build of that scheme from an
+    /// lanes (interning was about a third of the instructions of a build of that scheme from an
     /// owned table). Pairs of a key with many values are not remembered: they seldom repeat
     /// from one host to the next.
     #[inline(always)]
@@ -498,12 +506,7 @@ impl Interner {
             return self.intern_spilled(table, key, fp, value);
         }
         let id = self.intern_in_lanes(key, fp, value);
-        let recent = Recent { key, fp, id };
-        if position < self.recent_kvs.len() {
-            self.recent_kvs[position] = recent;
-        } else if position == self.recent_kvs.len() {
-            self.recent_kvs.push(recent);
-        }
+        remember(&mut self.recent_kvs, position, Recent { key, fp, id });
         id
     }
 
