@@ -341,11 +341,13 @@ impl<'a> Dictionary<'a> {
     /// [`Dictionary::check_labels`], with each label's pair `p` mapped to `ids[p]` (pushed onto
     /// `out`, in label order) and counted in the same pass: the worker's build from bytes made
     /// three passes over the labels (the check, the ids, the index's counts). `ids` has an id
-    /// per pair. A refusal is [`Dictionary::check_labels`]'s.
+    /// per pair; `label` is called with each label's host index and id, in label order. A
+    /// refusal is [`Dictionary::check_labels`]'s.
     pub(crate) fn label_ids(
         self,
         ids: &[u32],
         out: &mut Vec<u32>,
+        mut label: impl FnMut(usize, u32),
     ) -> Result<LabelIds, HostTableError> {
         let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
         if ids.len() != pairs.len() {
@@ -361,7 +363,7 @@ impl<'a> Dictionary<'a> {
         out.resize(base + labels.len(), 0);
         let out = &mut out[base..];
         let (mut start, mut fine) = (0, true);
-        for end in self.wire.label_ends.iter() {
+        for (host, end) in self.wire.label_ends.iter().enumerate() {
             let end = end.to_native() as usize;
             let mut previous = -1i64;
             for (p, id) in labels[start..end].iter().zip(&mut out[start..end]) {
@@ -370,6 +372,7 @@ impl<'a> Dictionary<'a> {
                 };
                 entry.count += 1;
                 *id = entry.id;
+                label(host, entry.id);
                 fine &= i64::from(entry.key) > previous;
                 previous = i64::from(entry.key);
             }

@@ -113,14 +113,57 @@ pub(super) fn build_columns(
     } else {
         // One id per pair: a label's id is its pair's.
         let (ends, label_ends) = (dictionary.address_ends(), dictionary.label_ends());
-        let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, kvs);
-        let labels = lb
-            .records
-            .push_all(text, ends, label_ends, ids)
-            .map_err(drop)?;
-        Some(labels.id_counts(lb.interner.kv_count()))
+        let ids = lb.interner.kv_count();
+        let mut prefill = Prefill::new(ids, n, dictionary.label_count());
+        let labels = match &mut prefill {
+            Some(bits) => {
+                let set = |host: usize, kv: u32| bits.set(host, kv);
+                let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, kvs, set);
+                lb.records.push_all(text, ends, label_ends, ids)
+            }
+            None => {
+                let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, kvs, |_, _| {});
+                lb.records.push_all(text, ends, label_ends, ids)
+            }
+        };
+        let counts = labels.map_err(drop)?.id_counts(ids);
+        Some(Counted { counts, prefill })
     };
     lb.finish(dictionary.uniform(), scanned.order(), counts)
+}
+
+/// What a build from bytes learnt of the ids while it read the labels.
+struct Counted {
+    /// Each id's count at `[id + 1]`, as
+    /// [`LabelIds::id_counts`](crate::hosttable::LabelIds::id_counts) gives them.
+    counts: Vec<u32>,
+    prefill: Option<Prefill>,
+}
+
+/// A bitset over the hosts per id, its bits set as the labels are read: an id of a few values
+/// a key is dense (see [`DENSE`]), and then the index needs no pass of its own over the
+/// records' ids and spans to set its bits (4 MB reread at 100k hosts of 4 keys x 3 values).
+/// Made only when it is small, at most the size of the labels' ids.
+struct Prefill {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Prefill {
+    fn new(ids: usize, hosts: usize, labels: usize) -> Option<Prefill> {
+        let words = hosts.div_ceil(64);
+        let small = ids.checked_mul(words).is_some_and(|n| n * 2 <= labels);
+        (small && hosts >= 64).then(|| Prefill {
+            words,
+            bits: vec![0; ids * words],
+        })
+    }
+
+    /// Sets host `host`'s bit in the bitset of `kv`.
+    #[inline]
+    fn set(&mut self, host: usize, kv: u32) {
+        self.bits[kv as usize * self.words + host / 64] |= 1 << (host % 64);
+    }
 }
 
 /// The key=value ids of a table's pairs, by position: one per pair, or with `list_as_any`
@@ -234,14 +277,13 @@ impl SubsetLb {
     /// The index of the hosts recorded: addresses claimed, subsets made by the walk of the
     /// selectors' trie, the default subset; `Err` if two hosts share an address. `uniform` is
     /// the weight of every host when all are healthy and weigh the same; `ascending`, whether
-    /// the addresses ascend strictly in slot order, if known; `counts`, each id's count at
-    /// `[id + 1]` as [`LabelIds::id_counts`](crate::hosttable::LabelIds::id_counts) gives
-    /// them, if the caller has them.
+    /// the addresses ascend strictly in slot order, if known; `counted`, the ids' counts (and
+    /// maybe their bits), if the caller has them.
     fn finish(
         mut self,
         uniform: Option<u32>,
         ascending: Option<bool>,
-        counts: Option<Vec<u32>>,
+        counted: Option<Counted>,
     ) -> Result<SubsetLb, ()> {
         // A pass of its own over the records, once they are all made (see `Addresses::claim`).
         let slots = self.slots.len() as u32;
@@ -249,7 +291,7 @@ impl SubsetLb {
             return Err(());
         };
         self.addresses = addresses;
-        let index = Index::new(&self, counts);
+        let index = Index::new(&self, counted);
         self.reserve_subsets(&index);
         let trie = Trie::new(&self.selectors);
         let plan = Plan::new(&self.selectors, self.options.list_as_any);
@@ -524,18 +566,27 @@ struct Index {
 }
 
 impl Index {
-    /// The index of `lb`'s records; `counts`, each id's count at `[id + 1]`, if known.
-    fn new(lb: &SubsetLb, counts: Option<Vec<u32>>) -> Index {
+    /// The index of `lb`'s records; `counted`, what the caller knows of the ids.
+    fn new(lb: &SubsetLb, counted: Option<Counted>) -> Index {
         // Each id's count, at the place its list's end will take.
-        let starts = counts.unwrap_or_else(|| {
-            let mut starts = vec![0u32; lb.interner.kv_count() + 1];
-            for &kv in lb.records.all_kvs() {
-                starts[kv as usize + 1] += 1;
+        let (starts, prefill) = match counted {
+            Some(c) => (c.counts, c.prefill),
+            None => {
+                let mut starts = vec![0u32; lb.interner.kv_count() + 1];
+                for &kv in lb.records.all_kvs() {
+                    starts[kv as usize + 1] += 1;
+                }
+                (starts, None)
             }
-            starts
-        });
+        };
         debug_assert_eq!(starts.len(), lb.interner.kv_count() + 1);
-        let mut index = Index::laid_out(lb, starts);
+        let (mut index, dense) = Index::laid_out(lb, starts);
+        if let Some(prefill) = prefill {
+            debug_assert_eq!(prefill.words, index.words);
+            index.adopt(prefill.bits, dense);
+            return index;
+        }
+        index.bitsets = vec![0; dense * index.words];
         // Dense ids are set in their bitsets straight from the records. Listing them first
         // and making each bitset from its list wrote and read back 4 bytes a label (1.6 MB for
         // the 4 keys x 3 values scheme at 100k hosts, past a core's L2 here): two thirds of
@@ -600,8 +651,9 @@ impl Index {
     }
 
     /// An index with room for the slots of each id, `counts[kv + 1]` of them (`counts[0]` is
-    /// 0), as a list or a bitset, and each key's values listed; no slot in it yet.
-    fn laid_out(lb: &SubsetLb, counts: Vec<u32>) -> Index {
+    /// 0), as a list (`bitset_at` says which), and each key's values listed; no slot in it
+    /// yet, and no bitset: how many ids are dense is returned beside it.
+    fn laid_out(lb: &SubsetLb, counts: Vec<u32>) -> (Index, usize) {
         let hosts = lb.slots.len();
         let mut dense = 0;
         let bitset_at =
@@ -639,8 +691,29 @@ impl Index {
             *end = listed;
         }
         index.slots = vec![0; listed as usize];
-        index.bitsets = vec![0; dense as usize * index.words];
-        index
+        (index, dense as usize)
+    }
+
+    /// The bitsets and lists from a bitset per id (see [`Prefill`]), `dense` of them dense:
+    /// a dense id's bitset moves down to its place (never above its own, so a bitset is read
+    /// before another is written over it), and a sparse id's slots are listed from its bits.
+    fn adopt(&mut self, mut bits: Vec<u64>, dense: usize) {
+        let words = self.words;
+        for (kv, &at) in self.bitset_at.iter().enumerate() {
+            let from = kv * words..(kv + 1) * words;
+            if at != NO_BITSET {
+                bits.copy_within(from, at as usize * words);
+                continue;
+            }
+            let start = self.starts[kv] as usize;
+            let list = &mut self.slots[start..self.starts[kv + 1] as usize];
+            for (place, s) in list.iter_mut().zip(set_bits(&bits[from])) {
+                *place = s;
+            }
+        }
+        bits.truncate(dense * words);
+        bits.shrink_to_fit();
+        self.bitsets = bits;
     }
 
     /// The slots indexed: `0..hosts`.
@@ -663,15 +736,9 @@ impl Index {
 
     /// Calls `f` with each slot carrying `kv`, in ascending order.
     fn each_slot(&self, kv: u32, mut f: impl FnMut(u32)) {
-        let Some(bits) = self.bitset(kv) else {
-            return self.list(kv).iter().for_each(|&s| f(s));
-        };
-        for (i, &word) in (0u32..).zip(bits) {
-            let mut w = word;
-            while w != 0 {
-                f(i * 64 + w.trailing_zeros());
-                w &= w - 1;
-            }
+        match self.bitset(kv) {
+            Some(bits) => set_bits(bits).for_each(f),
+            None => self.list(kv).iter().for_each(|&s| f(s)),
         }
     }
 
@@ -694,6 +761,18 @@ impl Index {
             (Some(Cand::List(c)), None) => Cand::List(Cow::Owned(merge(c, list))),
         }
     }
+}
+
+/// The positions of the bits set in `bits`, ascending.
+fn set_bits(bits: &[u64]) -> impl Iterator<Item = u32> + '_ {
+    (0u32..).zip(bits).flat_map(|(i, &word)| {
+        let mut w = word;
+        core::iter::from_fn(move || {
+            let bit = (w != 0).then(|| i * 64 + w.trailing_zeros())?;
+            w &= w - 1;
+            Some(bit)
+        })
+    })
 }
 
 fn has(bits: &[u64], s: u32) -> bool {

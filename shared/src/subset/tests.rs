@@ -369,6 +369,49 @@ fn build_and_update(
     (lb, hosts)
 }
 
+/// A table large enough for dense ids and of few of them, so that a build from its bytes sets
+/// their bits as it reads the labels, with one id too rare to be dense (`canary`, listed from
+/// its bits): the decoded index agrees with the reference, through fallbacks and unhealthy hosts.
+#[test]
+fn decoded_dense_and_sparse_ids_agree_with_the_reference() {
+    let mut hosts: Vec<Host> = (0..200)
+        .map(|i| {
+            let version = if i % 50 == 7 { "canary" } else { "stable" };
+            let labels = BTreeMap::from([
+                ("version".to_string(), version.to_string()),
+                ("zone".to_string(), format!("z{}", i % 3)),
+            ]);
+            host(i, (labels, i % 11 != 0, 1))
+        })
+        .collect();
+    hosts.sort_by(|a, b| a.address.cmp(&b.address));
+    let subset = SubsetConfig {
+        selectors: ["zone", "version", "zone,version"]
+            .map(|keys| SubsetSelector::new(keys.split(',')))
+            .into(),
+        fallback_policy: crate::FallbackPolicy::AnyEndpoint,
+        ..SubsetConfig::default()
+    };
+    let mut requests: Vec<Request> = Vec::new();
+    for zone in ["z0", "z1", "z2", "z9"] {
+        for version in ["stable", "canary", "beta"] {
+            let pairs = [("zone", zone), ("version", version)];
+            requests.push(pairs.map(|(k, v)| (k.to_string(), v.to_string())).into());
+            requests.push(BTreeMap::from([(
+                "version".to_string(),
+                version.to_string(),
+            )]));
+        }
+    }
+    let table = HostTable {
+        version: 3,
+        hosts,
+        subset,
+    };
+    let lb = SubsetLb::build(&table).unwrap();
+    same_as_decoded(&lb, &table, &requests);
+}
+
 /// Keys of eight ids, 7 bits a lane, over 200 values a key: ids spill into the lanes above,
 /// and the index must still agree with the reference through adds and removes (the property
 /// tests' few keys never get there). Half the requests mix two hosts' labels: subsets no host

@@ -67,3 +67,44 @@ fn dense_ids_are_bitsets_and_sparse_ones_lists() {
         }
     }
 }
+
+/// An index adopting bits set as the labels were read ([`Prefill`]) is the one counted from
+/// the records: the dense ids' bitsets moved to their places (`zone`'s three, below ids that
+/// went to lists), the sparse ids listed from their bits.
+#[test]
+fn prefilled_bits_make_the_same_index() {
+    let lb = mixed();
+    let (ids, hosts) = (lb.interner.kv_count(), lb.slots.len());
+    let mut counts = alloc::vec![0u32; ids + 1];
+    let mut prefill = Prefill {
+        words: hosts.div_ceil(64),
+        bits: alloc::vec![0; ids * hosts.div_ceil(64)],
+    };
+    for s in 0..hosts as u32 {
+        for &kv in lb.records.kvs(s) {
+            counts[kv as usize + 1] += 1;
+            prefill.set(s as usize, kv);
+        }
+    }
+    let counted = Counted {
+        counts,
+        prefill: Some(prefill),
+    };
+    let (adopted, counted) = (Index::new(&lb, Some(counted)), Index::new(&lb, None));
+    assert_eq!(adopted.bitsets, counted.bitsets);
+    assert_eq!(adopted.bitset_at, counted.bitset_at);
+    assert!(adopted.bitset_at.iter().any(|&at| at != NO_BITSET));
+    for kv in 0..ids as u32 {
+        assert_eq!(adopted.list(kv), counted.list(kv), "kv {kv}");
+    }
+}
+
+/// Bits are set as the labels are read only when they take no more room than the labels' ids,
+/// and never for a table too small to have a dense id.
+#[test]
+fn prefill_only_when_small() {
+    assert!(Prefill::new(12, 100_000, 400_000).is_some());
+    assert!(Prefill::new(100_000, 100_000, 100_000).is_none());
+    assert!(Prefill::new(2, 63, 126).is_none());
+    assert!(Prefill::new(usize::MAX, 1 << 20, 1 << 20).is_none());
+}
