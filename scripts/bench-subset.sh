@@ -7,7 +7,8 @@
 #   scripts/bench-subset.sh [--batches N] [--batch-ms MS] [--peer-rounds N] [--max-hosts N]
 #
 # The full-scan peer takes seconds per 100k build (minutes in Wasm): --peer-rounds 1 keeps a
-# run short; --max-hosts 8000 skips the 100k rows.
+# run short (8k rows time at least 5 rounds, spread over the batches); --max-hosts 8000 skips
+# the 100k rows.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 

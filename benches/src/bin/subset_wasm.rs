@@ -7,9 +7,10 @@
 //! - build: `SubsetLb::build` (build + drop), which validates the table first,
 //!   `HostTable::validate` alone, and `SubsetLb::build_validated` (the index of a table
 //!   validated before: the walk of the hosts without their checks), of each scenario at 8k
-//!   and 100k hosts beside MOSN's full-scan build ([`FullScan`]), which runs `--peer-rounds` times (its 100k builds
-//!   take seconds; the unique-key scenario's would take minutes and is extrapolated from 8k by
-//!   its O(n^2) cost instead). Retained bytes are measured by a counting global allocator: live
+//!   and 100k hosts beside MOSN's full-scan build ([`FullScan`]), which runs `--peer-rounds`
+//!   times (at least 5 at 8k), its rounds spread over the batches (its 100k builds take
+//!   seconds; the unique-key scenario's would take minutes and is extrapolated from 8k by its
+//!   O(n^2) cost instead). Retained bytes are measured by a counting global allocator: live
 //!   heap bytes with the load balancer built minus before (the host table itself excluded).
 //! - from bytes: the worker's path from a `GET /v1/hosts` body to an index, before
 //!   (`HostTable::decode` + `SubsetLb::build_validated`) and now (`SubsetLb::decode`, in place).
@@ -35,7 +36,9 @@ use std::time::Instant;
 
 use edgewise::{Host, HostDelta, HostTable, LbPolicy, Metadata, SubsetLb};
 use edgewise_benches::batch::{self, Config, Sampler, TARGET, fmt_ns};
-use edgewise_benches::subset::{FullScan, Parsed, SIZES, Scenario, changed, peer_hosts, sorted};
+use edgewise_benches::subset::{
+    FullScan, Parsed, PeerHost, SIZES, Scenario, changed, peer_hosts, sorted,
+};
 
 /// Live heap bytes.
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -80,16 +83,25 @@ fn build_row(cfg: &Config, scenario: Scenario, n: usize, peer_rounds: usize) {
     let (subsets, index) = (lb.stats().subsets_active, lb.index_heap_bytes());
     drop(lb);
     let mut sampler = Sampler::new(cfg);
-    for _ in 0..cfg.batches {
+    let mut peer = FullScanRounds::new(&table, scenario, n);
+    let rounds = peer_rounds_at(n, peer_rounds);
+    for b in 0..cfg.batches {
         sampler.batch("validate", 1, || table.validate().is_ok());
         sampler.batch("build", 1, || SubsetLb::build(&table).map(|lb| lb.len()));
         sampler.batch("prevalidated", 1, || {
             SubsetLb::build_validated(&table).map(|lb| lb.len())
         });
+        // The peer's rounds spread over the batches, not after them: a shared VM's speed
+        // drifts by 1.5x or more within minutes, and the ratio is of the two.
+        let due = (b + 1) * rounds / cfg.batches - b * rounds / cfg.batches;
+        (0..due).for_each(|_| peer.round());
     }
     let (checks, build) = (median(&sampler, "validate"), median(&sampler, "build"));
     let prevalidated = median(&sampler, "prevalidated");
-    let (peer, peer_note) = full_scan(&table, scenario, n, peer_rounds);
+    let (peer, peer_note) = match peer {
+        FullScanRounds::Timed { times, .. } => (batch::median(&times).unwrap_or(f64::NAN), ' '),
+        FullScanRounds::Extrapolated => full_scan(scenario, n, peer_rounds),
+    };
     println!(
         "{:<7} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>12}{} {:>7.0}x {:>7.0}x {:>9.2} {:>9.2}",
         scenario.name(),
@@ -112,29 +124,72 @@ fn build_row(cfg: &Config, scenario: Scenario, n: usize, peer_rounds: usize) {
 /// times a scan of every host, per host), a few ms.
 const WARM_HOSTS: usize = 500;
 
-/// Median ns of MOSN's full-scan build, or an O(n^2) extrapolation from 8k hosts where one
-/// build would take minutes (`*`).
-fn full_scan(table: &HostTable, scenario: Scenario, n: usize, rounds: usize) -> (f64, char) {
-    let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
-    if scenario == Scenario::Unique && n > 20_000 {
-        let small = scenario.table(SIZES[0], SEED);
-        let (at_8k, _) = full_scan(&small, scenario, SIZES[0], rounds);
-        let scale = (n as f64 / SIZES[0] as f64).powi(2);
-        return (at_8k * scale, '*');
+/// Full-scan rounds at `n` hosts: `--peer-rounds` (its 100k builds take seconds), but at least
+/// [`PEER_ROUNDS_8K`] at 8k, where a round takes 35 ms to 1 s and one round alone made the
+/// ratio swing with the minute it ran in.
+fn peer_rounds_at(n: usize, peer_rounds: usize) -> usize {
+    match n <= SIZES[0] {
+        true => peer_rounds.max(PEER_ROUNDS_8K),
+        false => peer_rounds,
     }
-    // V8 runs a Wasm call in the tier it entered with (no on-stack replacement): an untimed
-    // build of a small table first, so that a single timed round is not baseline code.
-    let warm = peer_hosts(&scenario.table(WARM_HOSTS, SEED));
-    black_box(FullScan::build(&warm, &selectors).subsets());
-    let hosts = peer_hosts(table);
-    let times: Vec<f64> = (0..rounds)
-        .map(|_| {
+}
+
+const PEER_ROUNDS_8K: usize = 5;
+
+/// MOSN's full-scan build of one table, a round at a time, or nothing to time where one build
+/// would take minutes (then [`full_scan`] extrapolates).
+enum FullScanRounds {
+    Timed {
+        hosts: Vec<PeerHost>,
+        selectors: Vec<Vec<String>>,
+        times: Vec<f64>,
+    },
+    Extrapolated,
+}
+
+impl FullScanRounds {
+    fn new(table: &HostTable, scenario: Scenario, n: usize) -> FullScanRounds {
+        if scenario == Scenario::Unique && n > 20_000 {
+            return FullScanRounds::Extrapolated;
+        }
+        let selectors: Vec<_> = scenario.selectors().into_iter().map(sorted).collect();
+        // V8 runs a Wasm call in the tier it entered with (no on-stack replacement): an
+        // untimed build of a small table first, so that a single timed round is not baseline
+        // code.
+        let warm = peer_hosts(&scenario.table(WARM_HOSTS, SEED));
+        black_box(FullScan::build(&warm, &selectors).subsets());
+        FullScanRounds::Timed {
+            hosts: peer_hosts(table),
+            selectors,
+            times: Vec::new(),
+        }
+    }
+
+    fn round(&mut self) {
+        if let FullScanRounds::Timed {
+            hosts,
+            selectors,
+            times,
+        } = self
+        {
             let start = Instant::now();
-            black_box(FullScan::build(&hosts, &selectors).subsets());
-            start.elapsed().as_nanos() as f64
-        })
-        .collect();
-    (batch::median(&times).unwrap_or(f64::NAN), ' ')
+            black_box(FullScan::build(hosts, selectors).subsets());
+            times.push(start.elapsed().as_nanos() as f64);
+        }
+    }
+}
+
+/// Median ns of MOSN's full-scan build at 8k hosts, scaled by its O(n^2) cost to `n` hosts
+/// (`*`), for a table where one build would take minutes.
+fn full_scan(scenario: Scenario, n: usize, rounds: usize) -> (f64, char) {
+    let small = scenario.table(SIZES[0], SEED);
+    let mut peer = FullScanRounds::new(&small, scenario, SIZES[0]);
+    (0..peer_rounds_at(SIZES[0], rounds)).for_each(|_| peer.round());
+    let at_8k = match peer {
+        FullScanRounds::Timed { times, .. } => batch::median(&times).unwrap_or(f64::NAN),
+        FullScanRounds::Extrapolated => f64::NAN,
+    };
+    (at_8k * (n as f64 / SIZES[0] as f64).powi(2), '*')
 }
 
 fn median(sampler: &Sampler<'_>, name: &str) -> f64 {
@@ -473,7 +528,7 @@ fn main() -> ExitCode {
     let sizes: Vec<usize> = SIZES.into_iter().filter(|&n| n <= max_hosts).collect();
     println!(
         "edgewise subset bench, {TARGET}: median of {} batches of ~{} ms (full scan: median of {} \
-         builds); build = build + drop; retained = live heap bytes of the built SubsetLb (index \
+         builds, at least {PEER_ROUNDS_8K} at 8k, spread over the batches); build = build + drop; retained = live heap bytes of the built SubsetLb (index \
          = its index alone, without host records)",
         cfg.batches,
         cfg.batch.as_millis(),
