@@ -31,7 +31,8 @@ impl SubsetLb {
     /// `rng`), and the general path takes over: at the subset's set if found.
     #[inline]
     pub(super) fn clean_hit(&mut self, md: &Metadata, rng: &mut Rng) -> Fast {
-        if self.options.allow_redundant_keys || md.is_empty() {
+        // Empty metadata needs no test of its own: no subset has no ids, so it is not found.
+        if self.options.allow_redundant_keys {
             return Fast::Miss;
         }
         let Some(found) = self.find_subset(md) else {
