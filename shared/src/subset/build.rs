@@ -152,7 +152,8 @@ struct Prefill {
 impl Prefill {
     fn new(ids: usize, hosts: usize, labels: usize) -> Option<Prefill> {
         let words = hosts.div_ceil(64);
-        let small = ids.checked_mul(words).is_some_and(|n| n * 2 <= labels);
+        // Halved, not doubled: `n * 2` overflows a 32-bit `usize` (Wasm) at 2^31.
+        let small = ids.checked_mul(words).is_some_and(|n| n <= labels / 2);
         (small && hosts >= 64).then(|| Prefill {
             words,
             bits: vec![0; ids * words],

@@ -410,6 +410,26 @@ fn decoded_dense_and_sparse_ids_agree_with_the_reference() {
     };
     let lb = SubsetLb::build(&table).unwrap();
     same_as_decoded(&lb, &table, &requests);
+    // Every member, not only a member: round robin over twice the hosts picks each host of a
+    // set, so a host missing from a subset's bits (or listed twice) shows.
+    let mut decoded = SubsetLb::decode(&table.encode().unwrap()).unwrap();
+    assert_eq!(decoded.options.child.policy, LbPolicy::RoundRobin);
+    let reference = Reference {
+        config: &table.subset,
+        hosts: table.hosts.iter().collect(),
+    };
+    for request in &requests {
+        let md = metadata(&decoded, request);
+        let picked: std::collections::BTreeSet<String> = (0..400u64)
+            .filter_map(|e| {
+                let chosen = decoded.select(&md, e)?;
+                decoded.release(chosen.host);
+                Some(decoded.address(chosen.host)?.to_string())
+            })
+            .collect();
+        let expected = reference.select(request, None).map(|e| e.pool);
+        assert_eq!(Some(picked), expected, "request {request:?}");
+    }
 }
 
 /// Keys of eight ids, 7 bits a lane, over 200 values a key: ids spill into the lanes above,

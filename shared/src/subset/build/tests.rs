@@ -104,7 +104,12 @@ fn prefilled_bits_make_the_same_index() {
 #[test]
 fn prefill_only_when_small() {
     assert!(Prefill::new(12, 100_000, 400_000).is_some());
+    // The table of `decoded_dense_and_sparse_ids_agree_with_the_reference`: 5 ids, 200 hosts
+    // of 2 labels.
+    assert!(Prefill::new(5, 200, 400).is_some());
     assert!(Prefill::new(100_000, 100_000, 100_000).is_none());
     assert!(Prefill::new(2, 63, 126).is_none());
     assert!(Prefill::new(usize::MAX, 1 << 20, 1 << 20).is_none());
+    // A product that fits, twice which does not (at 2^31 on Wasm's 32-bit `usize`).
+    assert!(Prefill::new(usize::MAX / 2 + 1, 64, usize::MAX).is_none());
 }
