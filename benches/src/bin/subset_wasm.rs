@@ -99,8 +99,8 @@ fn build_row(cfg: &Config, scenario: Scenario, n: usize, peer_rounds: usize) {
     let (checks, build) = (median(&sampler, "validate"), median(&sampler, "build"));
     let prevalidated = median(&sampler, "prevalidated");
     let (peer, peer_note) = match peer {
-        FullScanRounds::Timed { times, .. } => (batch::median(&times).unwrap_or(f64::NAN), ' '),
         FullScanRounds::Extrapolated => full_scan(scenario, n, peer_rounds),
+        timed => (timed.median(), ' '),
     };
     println!(
         "{:<7} {:>7} {:>7} {:>9} {:>9} {:>9} {:>9} {:>12}{} {:>7.0}x {:>7.0}x {:>9.2} {:>9.2}",
@@ -177,6 +177,14 @@ impl FullScanRounds {
             times.push(start.elapsed().as_nanos() as f64);
         }
     }
+
+    /// Median ns of the rounds timed (NaN if none).
+    fn median(&self) -> f64 {
+        match self {
+            FullScanRounds::Timed { times, .. } => batch::median(times).unwrap_or(f64::NAN),
+            FullScanRounds::Extrapolated => f64::NAN,
+        }
+    }
 }
 
 /// Median ns of MOSN's full-scan build at 8k hosts, scaled by its O(n^2) cost to `n` hosts
@@ -185,11 +193,7 @@ fn full_scan(scenario: Scenario, n: usize, rounds: usize) -> (f64, char) {
     let small = scenario.table(SIZES[0], SEED);
     let mut peer = FullScanRounds::new(&small, scenario, SIZES[0]);
     (0..peer_rounds_at(SIZES[0], rounds)).for_each(|_| peer.round());
-    let at_8k = match peer {
-        FullScanRounds::Timed { times, .. } => batch::median(&times).unwrap_or(f64::NAN),
-        FullScanRounds::Extrapolated => f64::NAN,
-    };
-    (at_8k * (n as f64 / SIZES[0] as f64).powi(2), '*')
+    (peer.median() * (n as f64 / SIZES[0] as f64).powi(2), '*')
 }
 
 fn median(sampler: &Sampler<'_>, name: &str) -> f64 {
