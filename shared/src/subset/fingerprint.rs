@@ -24,23 +24,24 @@ impl Fingerprint {
     pub fn of(s: &str) -> Fingerprint {
         let b = s.as_bytes();
         let n = b.len();
-        let len = n.min(255) as u64;
+        // The length goes in each arm, capped only where it can exceed a byte: hoisted out
+        // of the match, the cap cost the short strings of requests a compare and a move each.
         let (head, tail) = match n {
-            8.. => (word(&b[..8]), word(&b[n - 8..]) & !0xff),
+            8.. => (
+                word(&b[..8]),
+                (word(&b[n - 8..]) & !0xff) | n.min(255) as u64,
+            ),
             // Every byte of a string this short, in overlapping parts at fixed places: with
             // the length, exact. Fixed shifts, not each byte in its own place: shifts by the
             // length were a third of the fingerprints of a request's short labels.
-            4..=7 => (half(&b[..4]) | half(&b[n - 4..]) << 32, 0),
+            4..=7 => (half(&b[..4]) | half(&b[n - 4..]) << 32, n as u64),
             1..=3 => (
                 u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
-                0,
+                n as u64,
             ),
             0 => (0, 0),
         };
-        Fingerprint {
-            head,
-            tail: tail | len,
-        }
+        Fingerprint { head, tail }
     }
 
     /// Whether the fingerprint alone tells the string apart from every other.
