@@ -4,12 +4,12 @@
 //!
 //!   cargo run --release -p edgewise-benches --example subset_build -- SCENARIO HOSTS ROUNDS [MODE]
 //!
-//! SCENARIO is `4x3`, `mosn` or `unique` (see `edgewise_benches::subset::Scenario`); MODE is
-//! `bytes` (`SubsetLb::decode` of the daemon's bytes, the worker's path; the default), `build`
+//! SCENARIO is `4x3`, `mosn`, `unique` or `pairs` (see `edgewise_benches::subset::Scenario`); MODE
+//! is `bytes` (`SubsetLb::decode` of the daemon's bytes, the worker's path; the default), `build`
 //! (`SubsetLb::build`), `validated` (`SubsetLb::build_validated`), `validate`
-//! (`HostTable::validate`) or `walk` (a read of every host's address and of every label's key
-//! and value, with no checks: the floor under any build from an owned table, which waits on
-//! those separately allocated strings). Prints the median and fastest build to stderr.
+//! (`HostTable::validate`) or `walk` (a read of every host's address and of every label's key and
+//! value, with no checks: the floor under any build from an owned table, which waits on those
+//! separately allocated strings). Prints the median and fastest build to stderr.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -70,7 +70,7 @@ fn walk(table: &HostTable) -> usize {
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: subset_build 4x3|mosn|unique HOSTS ROUNDS [bytes|build|validated|validate|walk]"
+        "usage: subset_build 4x3|mosn|unique|pairs HOSTS ROUNDS [bytes|build|validated|validate|walk]"
     );
     ExitCode::from(2)
 }

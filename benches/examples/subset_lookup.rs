@@ -4,12 +4,12 @@
 //!
 //!   cargo run --release -p edgewise-benches --example subset_lookup -- SCENARIO HOSTS ROUNDS [MODE]
 //!
-//! SCENARIO is `4x3`, `mosn` or `unique` (see `edgewise_benches::subset::Scenario`); a round is
-//! 1,024 requests of random hosts' labels, each `select` + `release` as in `subset_wasm`'s lookup
-//! row. MODE is `pre` (metadata set once per request beforehand: pre-interned; the default),
-//! `raw` (metadata set from the request's strings each time: `SubsetLb::set_all`) or `keys`
-//! (from the request's value strings each time, its keys resolved once:
-//! `SubsetLb::set_values`). Prints ns per lookup to stderr.
+//! SCENARIO is `4x3`, `mosn`, `unique` or `pairs` (see `edgewise_benches::subset::Scenario`); a
+//! round is 1,024 requests of random hosts' labels, each `select` + `release` as in `subset_wasm`'s
+//! lookup row. MODE is `pre` (metadata set once per request beforehand: pre-interned; the default),
+//! `raw` (metadata set from the request's strings each time: `SubsetLb::set_all`) or `keys` (from
+//! the request's value strings each time, its keys resolved once: `SubsetLb::set_values`). Prints
+//! ns per lookup to stderr.
 
 use std::hint::black_box;
 use std::process::ExitCode;
@@ -112,6 +112,6 @@ fn pick(lb: &mut SubsetLb, md: &Metadata, entropy: u64) -> bool {
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: subset_lookup 4x3|mosn|unique HOSTS ROUNDS [pre|raw|keys]");
+    eprintln!("usage: subset_lookup 4x3|mosn|unique|pairs HOSTS ROUNDS [pre|raw|keys]");
     ExitCode::from(2)
 }

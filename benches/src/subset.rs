@@ -9,6 +9,8 @@
 //!   constant across hosts, 15 selectors over the 4 keys.
 //! - [`Scenario::Unique`]: one key whose value is unique per host (Envoy's worst case, one
 //!   subset per host).
+//! - [`Scenario::Pairs`], for the profiling examples only: two keys unique per host, in a
+//!   selector together and one each (a build that once made hosts² intersections).
 //!
 //! The peer, [`FullScan`], is MOSN's build before its inverted index (`createSubsets` in
 //! `pkg/upstream/cluster/subset_loadbalancer.go`, written anew in Rust): for each host and each
@@ -34,11 +36,22 @@ pub enum Scenario {
     Mosn,
     /// (c) one key unique per host, one selector.
     Unique,
+    /// Two keys unique per host (`pod`, `ip`), their three selectors: not in [`Scenario::ALL`]
+    /// (its full scan grows with hosts², as unique's does), only in the profiling examples.
+    Pairs,
 }
 
 impl Scenario {
     /// All three, in table order.
     pub const ALL: [Scenario; 3] = [Scenario::FourByThree, Scenario::Mosn, Scenario::Unique];
+
+    /// What the profiling examples take: [`Scenario::ALL`] and [`Scenario::Pairs`].
+    pub const PROFILED: [Scenario; 4] = [
+        Scenario::FourByThree,
+        Scenario::Mosn,
+        Scenario::Unique,
+        Scenario::Pairs,
+    ];
 
     /// Short name for tables and bench ids.
     pub fn name(self) -> &'static str {
@@ -46,12 +59,13 @@ impl Scenario {
             Scenario::FourByThree => "4x3",
             Scenario::Mosn => "mosn",
             Scenario::Unique => "unique",
+            Scenario::Pairs => "pairs",
         }
     }
 
     /// The scenario of [`Scenario::name`] `name`.
     pub fn named(name: &str) -> Option<Scenario> {
-        Scenario::ALL.into_iter().find(|s| s.name() == name)
+        Scenario::PROFILED.into_iter().find(|s| s.name() == name)
     }
 
     /// `SCENARIO HOSTS ROUNDS`, the profiling examples' first arguments (`rounds` > 0).
@@ -67,6 +81,7 @@ impl Scenario {
             Scenario::FourByThree => &["k0", "k1", "k2", "k3"],
             Scenario::Mosn => &["zone", "mosn_aig", "mosn_version", "mosn_env"],
             Scenario::Unique => &["id"],
+            Scenario::Pairs => &["pod", "ip"],
         }
     }
 
@@ -85,6 +100,10 @@ impl Scenario {
                 (keys[3], "prod".into()),
             ],
             Scenario::Unique => vec![(keys[0], format!("host-{i}"))],
+            Scenario::Pairs => vec![
+                (keys[0], format!("pod-{i}")),
+                (keys[1], format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)),
+            ],
         }
     }
 
