@@ -102,7 +102,10 @@ impl Scenario {
             Scenario::Unique => vec![(keys[0], format!("host-{i}"))],
             Scenario::Pairs => vec![
                 (keys[0], format!("pod-{i}")),
-                (keys[1], format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)),
+                (
+                    keys[1],
+                    format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255),
+                ),
             ],
         }
     }

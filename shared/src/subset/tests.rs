@@ -528,11 +528,15 @@ fn two_keys_unique_per_host_in_one_selector_agree_with_the_reference() {
     let mut hosts: Vec<Host> = (0..1000).map(make).collect();
     let requests = |hosts: &[Host]| -> Vec<Request> {
         let one = hosts.iter().step_by(7).map(|h| h.labels.clone());
-        let mixed = hosts.iter().zip(hosts.iter().skip(1)).step_by(11).map(|(a, b)| {
-            let mut labels = a.labels.clone();
-            labels.insert("ip".into(), b.labels["ip"].clone());
-            labels
-        });
+        let mixed = hosts
+            .iter()
+            .zip(hosts.iter().skip(1))
+            .step_by(11)
+            .map(|(a, b)| {
+                let mut labels = a.labels.clone();
+                labels.insert("ip".into(), b.labels["ip"].clone());
+                labels
+            });
         let pod_only = hosts.iter().step_by(13).map(|h| {
             let mut labels = h.labels.clone();
             labels.remove("ip");
