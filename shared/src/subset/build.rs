@@ -969,13 +969,14 @@ impl<'w> Walk<'w> {
             (None, Some(selector)) if node.children.is_empty() => Some(selector),
             _ => None,
         };
+        let all = self.index.values(node.key);
         let among;
         let values = match cand {
-            Some(cand) if made.len < self.index.values(node.key).len() => {
+            Some(cand) if made.len < all.len() => {
                 among = self.values_among(cand, node.key);
                 &among[..]
             }
-            _ => self.index.values(node.key),
+            _ => all,
         };
         for &kv in values {
             if let (Some(selector), &[s]) = (leaf, self.index.list(kv)) {
