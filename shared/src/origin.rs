@@ -341,7 +341,9 @@ where
 {
     // `states[k]`: the scan after `k` bytes past the scheme of the URL before (the URLs
     // checked are at most `max_len` long).
-    let mut states = alloc::vec![START_AT; max_len.min(MAX_URL_LEN) + 1];
+    // No URL past `MAX_URL_LEN` is plainly valid: the bound keeps each scan within `states`.
+    let max_len = max_len.min(MAX_URL_LEN);
+    let mut states = alloc::vec![START_AT; max_len + 1];
     let (mut last, mut last_scheme): (&[u8], usize) = (&[], 0);
     let mut ascending = true;
     let refused = |ascending| Scanned {

@@ -308,7 +308,9 @@ proptest! {
             prop_oneof![
                 // Few letters, so that sorted lists share long prefixes, and dots, ports and
                 // paths that break the rules anywhere along them.
-                9 => "(?i:https?)://[a-c0-2_.-]{1,3}(\\.[a-c0-2_.-]{1,3}){0,2}(:[0-9]{1,5})?(/[!-~]{0,4})?",
+                // Lower-case schemes: a list is refused at its first upper-case letter,
+                // before any scan resumes.
+                9 => "https?://[a-c0-2_.-]{1,3}(\\.[a-c0-2_.-]{1,3}){0,2}(:[0-9]{1,5})?(/[!-~]{0,4})?",
                 1 => "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?|\\PC{0,30}",
             ],
             0..40,
@@ -330,6 +332,22 @@ proptest! {
             let ascending = urls.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes());
             prop_assert_eq!(scanned.ascending, ascending, "{:?}", urls);
         }
+    }
+
+    /// URLs that start alike (as a table's sorted neighbours do) decide as each does alone,
+    /// whatever state the scan of the first left where they part: in a host, a port, a path,
+    /// or refused.
+    #[test]
+    fn urls_starting_alike_decide_as_each_alone(
+        start in "[a0./:_-]{0,6}",
+        ends in proptest::collection::vec("[a0./:_-]{0,4}", 1..4),
+        tls in any::<bool>(),
+    ) {
+        let scheme = if tls { "https://" } else { "http://" };
+        let urls: Vec<String> = ends.iter().map(|end| alloc::format!("{scheme}{start}{end}")).collect();
+        let alone = urls.iter().all(|u| super::plainly_valid(u));
+        let scanned = super::scan_plain(urls.iter().map(String::as_str), 2048);
+        prop_assert_eq!(scanned.plain, alone, "{:?}", urls);
     }
 
     #[test]
