@@ -859,13 +859,7 @@ impl Cand<'_> {
             Cand::Bits(b) => {
                 let count = b.iter().map(|w| w.count_ones() as usize).sum();
                 let mut out = Vec::with_capacity(count);
-                for (i, &word) in b.iter().enumerate() {
-                    let mut w = word;
-                    while w != 0 {
-                        out.push((i * 64) as u32 + w.trailing_zeros());
-                        w &= w - 1;
-                    }
-                }
+                out.extend(set_bits(b));
                 out
             }
             Cand::List(l) => l.to_vec(),
