@@ -339,9 +339,9 @@ pub(crate) fn scan_plain<'a, U>(urls: impl Iterator<Item = &'a U>, max_len: usiz
 where
     U: AsRef<[u8]> + ?Sized + 'a,
 {
-    // `states[k]`: the scan after `k` bytes past the scheme of the URL before (the URLs
-    // checked are at most `max_len` long).
-    // No URL past `MAX_URL_LEN` is plainly valid: the bound keeps each scan within `states`.
+    // `states[k]`: the scan after `k` bytes past the scheme of the URL before. The URLs
+    // checked are at most `max_len` long, and no URL past `MAX_URL_LEN` is plainly valid:
+    // bounded by both, no scan runs past `states`.
     let max_len = max_len.min(MAX_URL_LEN);
     let mut states = alloc::vec![START_AT; max_len + 1];
     let (mut last, mut last_scheme): (&[u8], usize) = (&[], 0);
