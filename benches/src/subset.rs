@@ -100,13 +100,7 @@ impl Scenario {
                 (keys[3], "prod".into()),
             ],
             Scenario::Unique => vec![(keys[0], format!("host-{i}"))],
-            Scenario::Pairs => vec![
-                (keys[0], format!("pod-{i}")),
-                (
-                    keys[1],
-                    format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255),
-                ),
-            ],
+            Scenario::Pairs => vec![(keys[0], format!("pod-{i}")), (keys[1], ip(i))],
         }
     }
 
@@ -280,12 +274,12 @@ pub fn changed(table: &HostTable, changes: usize) -> HostTable {
 
 /// The address of host `i`: distinct for up to 16M hosts.
 pub fn address(i: usize) -> String {
-    format!(
-        "http://10.{}.{}.{}:8080",
-        (i >> 16) & 255,
-        (i >> 8) & 255,
-        i & 255
-    )
+    format!("http://{}:8080", ip(i))
+}
+
+/// The IPv4 address of host `i` in `10.0.0.0/8`: distinct for up to 16M hosts.
+fn ip(i: usize) -> String {
+    format!("10.{}.{}.{}", (i >> 16) & 255, (i >> 8) & 255, i & 255)
 }
 
 /// A host as MOSN holds it: address and a metadata map.
