@@ -12,11 +12,19 @@ fuzz_target!(|data: &[u8]| {
     if let Ok(list) = std::str::from_utf8(data) {
         let _ = HeaderSet::from_list(list, &["x-default", "x-family-*"]);
     }
-    let Ok(set) = HeaderSet::new(&parts) else { return };
+    let Ok(set) = HeaderSet::new(&parts) else {
+        return;
+    };
     // Names are one to a CGI-style gateway: upper-cased, `-` as `_`.
     let cgi = |n: &[u8]| -> Vec<u8> {
         n.iter()
-            .map(|&c| if c == b'-' { b'_' } else { c.to_ascii_uppercase() })
+            .map(|&c| {
+                if c == b'-' {
+                    b'_'
+                } else {
+                    c.to_ascii_uppercase()
+                }
+            })
             .collect()
     };
     let expected = parts.iter().any(|entry| match entry.strip_suffix(b"*") {
@@ -25,7 +33,11 @@ fuzz_target!(|data: &[u8]| {
     });
     assert_eq!(set.contains(probe), expected);
 
-    let mut headers: Vec<(&[u8], ())> = parts.iter().map(|p| (*p, ())).chain([(probe, ())]).collect();
+    let mut headers: Vec<(&[u8], ())> = parts
+        .iter()
+        .map(|p| (*p, ()))
+        .chain([(probe, ())])
+        .collect();
     set.strip(&mut headers);
     assert!(headers.iter().all(|(name, _)| !set.contains(name)));
 });

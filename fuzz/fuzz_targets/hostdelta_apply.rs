@@ -13,7 +13,11 @@ fn table() -> HostTable {
     let hosts = (0..4)
         .map(|i| Host::new(format!("http://10.0.0.{i}")).with_label("zone", ["a", "b"][i % 2]))
         .collect();
-    HostTable { version: 1, hosts, subset }
+    HostTable {
+        version: 1,
+        hosts,
+        subset,
+    }
 }
 
 fuzz_target!(|data: &[u8]| {

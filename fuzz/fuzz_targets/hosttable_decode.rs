@@ -16,7 +16,10 @@ fuzz_target!(|data: &[u8]| {
         }
     };
     let in_place = in_place.expect("decoded in place as well");
-    assert_eq!((in_place.version(), in_place.len()), (table.version, table.hosts.len()));
+    assert_eq!(
+        (in_place.version(), in_place.len()),
+        (table.version, table.hosts.len())
+    );
     assert!(table.validate().is_ok());
     let lb = SubsetLb::build(&table).expect("a decoded table builds");
     assert_eq!(lb.version(), table.version);

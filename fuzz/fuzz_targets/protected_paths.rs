@@ -9,9 +9,13 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // The list, then the path on the line after it.
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let (list, path) = text.split_once('\n').unwrap_or((text, "/"));
-    let Ok(paths) = ProtectedPaths::parse(list) else { return };
+    let Ok(paths) = ProtectedPaths::parse(list) else {
+        return;
+    };
     let covered = paths.covers(path);
     let prefixes: Vec<String> = list
         .split(|c: char| c == ',' || c.is_whitespace())
@@ -19,7 +23,10 @@ fuzz_target!(|data: &[u8]| {
         .map(str::to_ascii_lowercase)
         .collect();
     let nginx = resolved(&decoded(path.as_bytes()));
-    for reading in [path.as_bytes().to_ascii_lowercase(), nginx.to_ascii_lowercase()] {
+    for reading in [
+        path.as_bytes().to_ascii_lowercase(),
+        nginx.to_ascii_lowercase(),
+    ] {
         for prefix in &prefixes {
             if under(&reading, prefix.as_bytes()) {
                 assert!(covered, "{path:?} is under {prefix:?}");
@@ -45,7 +52,11 @@ fn decoded(path: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut i = 0;
     while i < path.len() {
-        match (path[i], path.get(i + 1).and_then(|&h| hex(h)), path.get(i + 2).and_then(|&l| hex(l))) {
+        match (
+            path[i],
+            path.get(i + 1).and_then(|&h| hex(h)),
+            path.get(i + 2).and_then(|&l| hex(l)),
+        ) {
             (b'%', Some(h), Some(l)) => {
                 out.push((h * 16 + l) as u8);
                 i += 3;

@@ -10,12 +10,23 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     // The list, then a path and a query on the lines after it.
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     let mut lines = text.splitn(3, '\n');
-    let (list, path, query) = (lines.next().unwrap_or(""), lines.next().unwrap_or(""), lines.next().unwrap_or(""));
-    let Ok(attributes) = RouteAttribute::parse_list(list) else { return };
+    let (list, path, query) = (
+        lines.next().unwrap_or(""),
+        lines.next().unwrap_or(""),
+        lines.next().unwrap_or(""),
+    );
+    let Ok(attributes) = RouteAttribute::parse_list(list) else {
+        return;
+    };
     assert!(attributes.len() <= MAX_ROUTE_ATTRIBUTES);
-    assert!(attributes.windows(2).all(|w| w[0].key < w[1].key), "keys sorted and unique");
+    assert!(
+        attributes.windows(2).all(|w| w[0].key < w[1].key),
+        "keys sorted and unique"
+    );
     for attribute in &attributes {
         match &attribute.source {
             AttributeSource::Header(name) => assert_eq!(name, &name.to_ascii_lowercase()),
@@ -26,7 +37,9 @@ fuzz_target!(|data: &[u8]| {
                     let t = sent.replace('+', " ");
                     let (b, mut out, mut i) = (t.as_bytes(), Vec::new(), 0);
                     while i < b.len() {
-                        let hex = b.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+                        let hex = b
+                            .get(i + 1..i + 3)
+                            .and_then(|h| std::str::from_utf8(h).ok());
                         match (b[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
                             (b'%', Some(byte)) if !hex.unwrap().starts_with(['+', '-']) => {
                                 out.push(byte);
@@ -44,8 +57,16 @@ fuzz_target!(|data: &[u8]| {
                     .split('&')
                     .filter_map(|pair| {
                         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-                        let k = if k.contains(['%', '+']) { decode(k) } else { k.to_owned() };
-                        let v = if v.contains(['%', '+']) { decode(v) } else { v.to_owned() };
+                        let k = if k.contains(['%', '+']) {
+                            decode(k)
+                        } else {
+                            k.to_owned()
+                        };
+                        let v = if v.contains(['%', '+']) {
+                            decode(v)
+                        } else {
+                            v.to_owned()
+                        };
                         (&k == name).then_some(v)
                     })
                     .collect();

@@ -26,8 +26,11 @@ fn with_header(body: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A table's name and its rows, each a key and its features as bits.
+type Table = (String, Vec<(u64, Vec<u32>)>);
+
 /// The snapshot with floats as bits (NaN == NaN) and rows in key order.
-fn canonical(s: &FeatureSnapshot) -> (u64, u64, Vec<(String, Vec<(u64, Vec<u32>)>)>) {
+fn canonical(s: &FeatureSnapshot) -> (u64, u64, Vec<Table>) {
     let tables = s
         .tables
         .iter()
@@ -48,7 +51,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
         return;
     };
-    let bytes = if mode & 1 == 0 { rest.to_vec() } else { with_header(rest) };
+    let bytes = if mode & 1 == 0 {
+        rest.to_vec()
+    } else {
+        with_header(rest)
+    };
     if let Ok(snapshot) = FeatureSnapshot::from_archive(&bytes) {
         let again = snapshot.to_archive().expect("re-archive");
         let back = FeatureSnapshot::from_archive(&again).expect("read back");
