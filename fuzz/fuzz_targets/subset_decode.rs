@@ -11,92 +11,13 @@
 
 use std::collections::BTreeSet;
 
-use edgewise::{
-    FallbackPolicy, Host, HostTable, LbPolicy, Origin, SelectorFallback, SubsetError, SubsetLb,
-    SubsetSelector,
-};
+use edgewise::{HostTable, Origin, SubsetError, SubsetLb};
 use libfuzzer_sys::fuzz_target;
 
-const KEYS: [&str; 4] = ["a", "zone", "version", "a-key-longer-than-15"];
-const VALUES: [&str; 6] = [
-    "x",
-    "y",
-    "eu-west-1",
-    "v1.2.3",
-    "a-value-longer-than-15",
-    "",
-];
+#[path = "common/tables.rs"]
+mod tables;
 
-/// The input's bytes one at a time, zeros once it runs out.
-struct Draw<'a>(&'a [u8]);
-
-impl Draw<'_> {
-    fn byte(&mut self) -> u8 {
-        let Some((&b, rest)) = self.0.split_first() else {
-            return 0;
-        };
-        self.0 = rest;
-        b
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        usize::from(self.byte()) % n
-    }
-}
-
-fn host(d: &mut Draw, i: usize) -> Host {
-    let mut host = Host::new(format!("http://10.0.{}.{}:8080", i / 7, i % 7 * 31));
-    host.weight = 1 + d.below(3) as u32;
-    host.healthy = d.below(4) != 0;
-    for key in KEYS {
-        match d.below(8) {
-            0..=5 => drop(host.labels.insert(key.into(), VALUES[d.below(6)].into())),
-            // Unique per host: the interning of a key with many values.
-            6 => drop(host.labels.insert(key.into(), format!("host-{i}"))),
-            _ => {}
-        }
-    }
-    host
-}
-
-fn table(d: &mut Draw) -> HostTable {
-    let mut table = HostTable {
-        version: 1 + u64::from(d.byte()),
-        hosts: (0..1 + d.below(24)).map(|i| host(d, i)).collect(),
-        ..HostTable::default()
-    };
-    // Sorted most of the time, as the daemon serves them; else in the order drawn.
-    if d.below(4) != 0 {
-        table.sort_hosts();
-    }
-    let subset = &mut table.subset;
-    for _ in 0..1 + d.below(4) {
-        let keys: Vec<&str> = KEYS.iter().copied().filter(|_| d.below(2) == 0).collect();
-        if keys.is_empty() {
-            continue;
-        }
-        let mut selector = SubsetSelector::new(keys.iter().copied());
-        selector.single_host_per_subset = d.below(8) == 0;
-        if keys.len() > 1 && d.below(4) == 0 {
-            selector.fallback_policy = SelectorFallback::KeysSubset;
-            selector.fallback_keys_subset = vec![keys[0].into()];
-        }
-        subset.selectors.push(selector);
-    }
-    subset.fallback_policy = match d.below(3) {
-        0 => FallbackPolicy::NoFallback,
-        1 => FallbackPolicy::AnyEndpoint,
-        _ => FallbackPolicy::DefaultSubset,
-    };
-    subset
-        .default_subset
-        .insert(KEYS[d.below(4)].into(), VALUES[d.below(6)].into());
-    subset.list_as_any = d.below(4) == 0;
-    subset.allow_redundant_keys = d.below(4) == 0;
-    subset.panic_mode_any = d.below(4) == 0;
-    subset.child_policy = LbPolicy::RoundRobin;
-    table
-}
+use tables::{Draw, agree, table};
 
 /// One overwrite of the encoded table.
 struct Mutation {
@@ -158,34 +79,6 @@ fn mutate(bytes: &mut [u8], table: &HostTable, mutations: &[Mutation]) {
     }
 }
 
-/// How `lb` finds the first host for `labels` and, if `cycle` is given, the addresses it picks
-/// in that many selections (each released at once): a round-robin cycle visits every member
-/// whatever host it starts from, which differs between indexes. `None` if it picks none.
-fn route(
-    lb: &mut SubsetLb,
-    labels: &[(&str, &str)],
-    cycle: Option<usize>,
-) -> Option<(String, BTreeSet<String>)> {
-    let mut md = lb.metadata();
-    for (key, value) in labels {
-        lb.set(&mut md, key, value);
-    }
-    let mut picked = BTreeSet::new();
-    let mut how = None;
-    for entropy in 0..cycle.unwrap_or(1) as u64 {
-        let selection = lb.select(&md, entropy)?;
-        how.get_or_insert(format!(
-            "{:?} {:?} {}",
-            selection.fallback, selection.metadata_fallback, selection.panic
-        ));
-        if cycle.is_some() {
-            picked.insert(lb.address(selection.host).expect("picked").to_owned());
-        }
-        lb.release(selection.host);
-    }
-    Some((how?, picked))
-}
-
 fuzz_target!(|data: &[u8]| {
     let mut d = Draw(data);
     let mutations = mutations(&mut d);
@@ -220,27 +113,6 @@ fuzz_target!(|data: &[u8]| {
         (in_place.version(), in_place.len(), in_place.stats()),
         (built.version(), built.len(), built.stats())
     );
-    // A round-robin cycle takes a member as often as its weight: the table's total weight
-    // covers any subset's cycle. Past 256 (weights mutated up), only the fallbacks are compared.
-    let weights: u64 = table.hosts.iter().map(|h| u64::from(h.weight)).sum();
-    let cycle = (weights <= 256).then_some(weights as usize);
-    for host in &table.hosts {
-        let labels: Vec<(&str, &str)> = host
-            .labels
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str()))
-            .collect();
-        for skip in 0..=labels.len() {
-            let mut request = labels.clone();
-            if skip < labels.len() {
-                request.remove(skip);
-            }
-            assert_eq!(
-                route(&mut in_place, &request, cycle),
-                route(&mut built, &request, cycle),
-                "request {request:?}"
-            );
-        }
-    }
+    agree(&mut in_place, &mut built, &table, 1);
     assert_eq!(in_place.stats(), built.stats());
 });
