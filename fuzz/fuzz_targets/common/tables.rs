@@ -1,20 +1,22 @@
 //! What the subset targets share: a small valid host table drawn from the input, and a check
 //! that two load balancers route alike.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use edgewise::{
     FallbackPolicy, Host, HostTable, LbPolicy, SelectorFallback, SubsetLb, SubsetSelector,
 };
 
 const KEYS: [&str; 4] = ["a", "zone", "version", "a-key-longer-than-15"];
-const VALUES: [&str; 6] = [
+/// Values, one a list for `list_as_any`.
+const VALUES: [&str; 7] = [
     "x",
     "y",
     "eu-west-1",
     "v1.2.3",
     "a-value-longer-than-15",
     "",
+    "x,y",
 ];
 
 /// The input's bytes one at a time, zeros once it runs out.
@@ -41,7 +43,10 @@ pub fn host(d: &mut Draw, i: usize) -> Host {
     host.healthy = d.below(4) != 0;
     for key in KEYS {
         match d.below(8) {
-            0..=5 => drop(host.labels.insert(key.into(), VALUES[d.below(6)].into())),
+            0..=5 => drop(
+                host.labels
+                    .insert(key.into(), VALUES[d.below(VALUES.len())].into()),
+            ),
             // Unique per host: the interning of a key with many values.
             6 => drop(host.labels.insert(key.into(), format!("host-{i}"))),
             _ => {}
@@ -81,14 +86,22 @@ pub fn table(d: &mut Draw) -> HostTable {
         1 => FallbackPolicy::AnyEndpoint,
         _ => FallbackPolicy::DefaultSubset,
     };
-    subset
-        .default_subset
-        .insert(KEYS[d.below(4)].into(), VALUES[d.below(6)].into());
+    subset.default_subset = pair(d);
+    if d.below(4) == 0 {
+        subset.metadata_fallbacks = vec![pair(d), pair(d)];
+    }
+    subset.panic_threshold = [0, 50, 100][d.below(3)];
     subset.list_as_any = d.below(4) == 0;
     subset.allow_redundant_keys = d.below(4) == 0;
     subset.panic_mode_any = d.below(4) == 0;
     subset.child_policy = LbPolicy::RoundRobin;
     table
+}
+
+/// One label drawn from `d`.
+fn pair(d: &mut Draw) -> BTreeMap<String, String> {
+    let key = KEYS[d.below(KEYS.len())];
+    BTreeMap::from([(key.into(), VALUES[d.below(VALUES.len())].into())])
 }
 
 /// How `lb` finds the first host for `labels` and, if `cycle` is given, the addresses it picks
