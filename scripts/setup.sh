@@ -64,11 +64,13 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   printf '%s\n' "$want" >"$stamp"
 fi
 
-# Debian packages: memcached (the token cache the tests run against) and systemd's
-# systemd-analyze (the tests verify daemon/dist/edgewised.service with it).
+# Debian packages: memcached (the token cache the tests run against), systemd's
+# systemd-analyze (the tests verify daemon/dist/edgewised.service with it) and a C++ compiler
+# (libfuzzer-sys builds libFuzzer when scripts/test.sh lints the fuzz targets).
 packages=()
 command -v memcached >/dev/null 2>&1 || packages+=(memcached)
 command -v systemd-analyze >/dev/null 2>&1 || packages+=(systemd)
+command -v c++ >/dev/null 2>&1 || packages+=(g++)
 if [ "${#packages[@]}" -gt 0 ]; then
   log "apt-get install ${packages[*]}"
   sudo=""
