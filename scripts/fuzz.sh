@@ -20,11 +20,12 @@ fi
 seconds="${1:-60}"
 shift $(($# > 0 ? 1 : 0))
 targets=("$@")
+cd fuzz
 if ((${#targets[@]} == 0)); then
-  mapfile -t targets < <(awk -F'"' '/^name = / && !/edgewise-fuzz/ { print $2 }' fuzz/Cargo.toml)
+  mapfile -t targets < <(cargo fuzz list)
 fi
 
-cd fuzz
+mkdir -p "$STATE_DIR"
 for target in "${targets[@]}"; do
   # The subset targets draw a table from their input before anything else: libFuzzer's
   # first inputs, a few bytes long and lengthened slowly, would draw one host.
@@ -34,7 +35,6 @@ for target in "${targets[@]}"; do
   esac
   log "$target, ${seconds} s"
   out="$STATE_DIR/fuzz-$target.log"
-  mkdir -p "$STATE_DIR"
   if ! cargo +nightly fuzz run "$target" -- -max_total_time="$seconds" "${options[@]}" \
     > "$out" 2>&1; then
     grep -E "panicked|SUMMARY|Test unit written" "$out" >&2 || tail -20 "$out" >&2

@@ -51,19 +51,16 @@ fn mutations(d: &mut Draw) -> Vec<Mutation> {
 fn place(bytes: &[u8], table: &HostTable, m: &Mutation) -> usize {
     let anywhere = usize::from(u16::from_le_bytes([m.a, m.b])) % bytes.len();
     let host = &table.hosts[usize::from(m.a) % table.hosts.len()];
-    let texts: Vec<&str> = host
-        .labels
-        .iter()
-        .flat_map(|(k, v)| [k, v])
-        .map(String::as_str)
-        .collect();
     let text = match m.kind % 3 {
         0 => return anywhere,
         1 => host.address.as_str(),
-        _ => match texts.get(usize::from(m.b) % texts.len().max(1)) {
-            Some(text) if !text.is_empty() => text,
-            _ => return anywhere,
-        },
+        _ => {
+            let texts = host.labels.iter().flat_map(|(k, v)| [k, v]);
+            match texts.clone().nth(usize::from(m.b) % texts.count().max(1)) {
+                Some(text) if !text.is_empty() => text.as_str(),
+                _ => return anywhere,
+            }
+        }
     };
     let found = bytes.windows(text.len()).position(|w| w == text.as_bytes());
     found.map_or(anywhere, |at| at + usize::from(m.c) % text.len())

@@ -28,7 +28,11 @@ fn changed(old: &HostTable, d: &mut Draw, next: &mut usize) -> HostTable {
     for (i, kept) in old.hosts.iter().enumerate() {
         match d.below(8) {
             0 => {}
-            1 => new.hosts.push(relabelled(kept, host(d, i))),
+            // Labels, weight and health drawn anew, at its address.
+            1 => new.hosts.push(Host {
+                address: kept.address.clone(),
+                ..host(d, i)
+            }),
             2 => new.hosts.push(Host {
                 healthy: !kept.healthy,
                 ..kept.clone()
@@ -48,14 +52,6 @@ fn changed(old: &HostTable, d: &mut Draw, next: &mut usize) -> HostTable {
         new.sort_hosts();
     }
     new
-}
-
-/// `drawn`'s weight, health and labels at `kept`'s address.
-fn relabelled(kept: &Host, drawn: Host) -> Host {
-    Host {
-        address: kept.address.clone(),
-        ..drawn
-    }
 }
 
 fuzz_target!(|data: &[u8]| {
