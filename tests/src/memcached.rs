@@ -130,10 +130,34 @@ impl Memcached {
             .unwrap_or_else(|| panic!("no STAT {name} in {reply}"))
     }
 
-    /// Sends `signal` by name (e.g. "STOP", "CONT").
+    /// Sends `signal` by name (e.g. "STOP", "CONT"). After "STOP", returns once every thread
+    /// of memcached has stopped: `kill` returns when the signal is sent, and a worker thread
+    /// busy on another core answered a spend after it in a loaded run.
     pub fn signal(&self, signal: &str) {
         crate::send_signal(self.pid(), signal);
+        if signal == "STOP" {
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while !all_threads_stopped(self.pid()) {
+                assert!(Instant::now() < deadline, "memcached did not stop in 10 s");
+                thread::sleep(Duration::from_millis(1));
+            }
+        }
     }
+}
+
+/// Whether every thread of process `pid` is in the stopped state (`T` in its `stat`).
+fn all_threads_stopped(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    let stopped = |stat: String| {
+        // The state follows the command name, which is in parentheses and may hold any byte.
+        let state = stat.rsplit_once(')').map(|(_, rest)| rest.trim_start());
+        state.is_some_and(|s| s.starts_with('T'))
+    };
+    tasks
+        .flatten()
+        .all(|task| std::fs::read_to_string(task.path().join("stat")).is_ok_and(stopped))
 }
 
 impl Drop for Memcached {
