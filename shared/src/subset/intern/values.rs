@@ -31,6 +31,14 @@ const FIRST_IDS: u32 = (1 << 24) - 1;
 /// clusters where each round places fewer. Two or eight rounds built as fast.
 const FILL_ROUNDS: usize = 4;
 
+/// Tables of at least this many places (256 KiB) are filled a stretch at a time (see
+/// [`Values::entries`]); in tests, smaller ones too, for the property tests' tables to take
+/// both paths.
+const GROUPED_FILL: usize = if cfg!(test) { 256 } else { 1 << 16 };
+
+/// The stretches of places a large table is filled by, in order.
+const STRETCHES: usize = 256;
+
 /// Ids by hash; each id is added once (the caller knows its value is not there yet).
 #[derive(Debug)]
 pub(super) struct Values {
@@ -109,31 +117,63 @@ impl Values {
     pub fn fill(&mut self, first: u32, hashes: &[u64], hash_of: impl Fn(u32) -> u64) {
         let n = hashes.len();
         self.make_room(n, first as usize + n, hash_of);
-        // Positions in `hashes` of the ids still without a place.
-        let mut left: Vec<u32> = (0..n as u32).collect();
+        let mut left = self.entries(first, hashes);
         let mut waiting = n;
         for step in 0..FILL_ROUNDS {
-            waiting = self.fill_round(first, hashes, &mut left[..waiting], step);
+            waiting = self.fill_round(&mut left[..waiting], step);
         }
-        for &i in &left[..waiting] {
-            self.place(hashes[i as usize], first + i);
+        for &entry in &left[..waiting] {
+            self.place_entry(entry);
         }
         self.len += n;
     }
 
-    /// Gives each id at `left` (positions in `hashes`) the place `step` after its home if
+    /// Each id's home and what its place holds, as `home << 32 | place`. In a large table,
+    /// grouped by the top bits of the home (a counting sort into [`STRETCHES`]), so that a
+    /// round of [`Values::fill`] walks the places a stretch at a time, front to back, rather
+    /// than at random over all of them: builds of a key unique per host at 100k hosts (512
+    /// KiB of places, a core's L2 here) went from 8.98-10.0 to 7.89-8.07 ms, medians of ten
+    /// interleaved runs, for 4% more instructions. Grouped, 8k ids (64 KiB of places) filled
+    /// half again as slowly, in a benchmark of the fill alone.
+    fn entries(&self, first: u32, hashes: &[u64]) -> Vec<u64> {
+        let entries = (hashes.iter().zip(first..)).map(|(&hash, id)| self.entry(hash, id));
+        if self.places.len() < GROUPED_FILL {
+            return entries.collect();
+        }
+        let shift = self
+            .places
+            .len()
+            .trailing_zeros()
+            .saturating_sub(STRETCHES.ilog2());
+        let stretch = |home: usize| home >> shift;
+        let mut starts = [0u32; STRETCHES];
+        for &hash in hashes {
+            starts[stretch(self.home(hash))] += 1;
+        }
+        let mut start = 0;
+        for count in &mut starts {
+            (*count, start) = (start, start + *count);
+        }
+        let mut grouped = vec![0; hashes.len()];
+        for entry in entries {
+            let at = &mut starts[stretch((entry >> 32) as usize)];
+            grouped[*at as usize] = entry;
+            *at += 1;
+        }
+        grouped
+    }
+
+    /// Gives each entry of `left` (see [`Values::entries`]) the place `step` after its home if
     /// free; returns how many did not get one, now first in `left`.
-    fn fill_round(&mut self, first: u32, hashes: &[u64], left: &mut [u32], step: usize) -> usize {
+    fn fill_round(&mut self, left: &mut [u64], step: usize) -> usize {
         let mask = self.places.len() - 1;
         let mut waiting = 0;
         for k in 0..left.len() {
-            let i = left[k];
-            let hash = hashes[i as usize];
-            let entry = self.tag(hash) | (first + i + 1);
-            let place = &mut self.places[(self.home(hash) + step) & mask];
+            let entry = left[k];
+            let place = &mut self.places[((entry >> 32) as usize + step) & mask];
             let free = *place == FREE;
-            *place = core::hint::select_unpredictable(free, entry, *place);
-            left[waiting] = i;
+            *place = core::hint::select_unpredictable(free, entry as u32, *place);
+            left[waiting] = entry;
             waiting += usize::from(!free);
         }
         waiting
@@ -158,14 +198,24 @@ impl Values {
         }
     }
 
+    /// `id` of hash `hash` as [`Values::entries`] gives it: its home, then its place's bits.
+    fn entry(&self, hash: u64, id: u32) -> u64 {
+        (self.home(hash) as u64) << 32 | u64::from(self.tag(hash) | (id + 1))
+    }
+
     /// Puts `id` in the first free place from its home.
     fn place(&mut self, hash: u64, id: u32) {
+        self.place_entry(self.entry(hash, id));
+    }
+
+    /// Puts an entry of [`Values::entries`] in the first free place from its home.
+    fn place_entry(&mut self, entry: u64) {
         let mask = self.places.len() - 1;
-        let mut at = self.home(hash);
+        let mut at = (entry >> 32) as usize;
         while self.places[at] != FREE {
             at = (at + 1) & mask;
         }
-        self.places[at] = self.tag(hash) | (id + 1);
+        self.places[at] = entry as u32;
     }
 
     /// The same ids in a table of `places` places whose ids take the bits of `ids`.
