@@ -99,6 +99,7 @@ mod prefetch;
 mod records;
 mod request_keys;
 mod slot;
+mod stretches;
 mod subsets;
 mod table;
 mod update;

@@ -308,6 +308,7 @@ impl SubsetLb {
         for &root in &trie.roots {
             walk.node(root, None, Made::default());
         }
+        self.subset_table.settle();
         self.build_default(&index);
         // The buffers grew by doubling; a table is built once and kept.
         self.sets.shrink_to_fit();
@@ -493,7 +494,7 @@ impl SubsetLb {
         let several = self.selectors.iter().filter(|s| s.keys.len() > 1);
         let packed = several.map(per_selector).sum::<usize>().min(hosts);
         self.subsets.reserve_exact(packed);
-        self.subset_table.reserve(packed);
+        self.subset_table.defer(packed);
         // The array by value id: room for every id at once when one-key subsets are many (a
         // key unique per host), rather than doubling to it.
         let one = self.selectors.iter().filter(|s| s.keys.len() == 1);

@@ -76,12 +76,23 @@ pub(super) struct Table {
     singles: usize,
     /// Subsets of one key held in `packed`: while none, a miss in `single` is final.
     strays: usize,
+    /// While a build makes subsets ([`Table::defer`]), the entries of `packed` to add.
+    deferred: Option<Vec<Entry>>,
 }
 
 impl Table {
-    /// Room for `n` more subsets of several keys.
-    pub fn reserve(&mut self, n: usize) {
-        self.packed.reserve(n);
+    /// Holds the subsets of the hash table added from now on, about `n` of them, until
+    /// [`Table::settle`]: a build's, which looks none up meanwhile, all placed at once (see
+    /// [`Packed::extend`]).
+    pub fn defer(&mut self, n: usize) {
+        self.deferred = Some(Vec::with_capacity(n));
+    }
+
+    /// Places the subsets held since [`Table::defer`].
+    pub fn settle(&mut self) {
+        if let Some(entries) = self.deferred.take() {
+            self.packed.extend(&entries);
+        }
     }
 
     /// Room in the array for value ids below `kvs`.
@@ -104,6 +115,10 @@ impl Table {
     where
         I: Iterator<Item = u32> + Clone,
     {
+        debug_assert!(
+            self.deferred.is_none(),
+            "a lookup while a build holds subsets"
+        );
         if len <= 1 {
             // An unknown value's id (`u32::MAX`) is past the array. No ids name no subset (the
             // packed table must not be asked for key 0, its mark of a free place).
@@ -165,11 +180,14 @@ impl Table {
             self.strays += 1;
         }
         let subset = record();
-        let key = packed_key(kvs);
-        self.packed.insert(Entry {
-            key,
+        let entry = Entry {
+            key: packed_key(kvs),
             hit: Hit { set, subset },
-        });
+        };
+        match &mut self.deferred {
+            Some(entries) => entries.push(entry),
+            None => self.packed.insert(entry),
+        }
         subset
     }
 

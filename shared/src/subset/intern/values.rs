@@ -11,6 +11,8 @@
 
 use alloc::{boxed::Box, vec, vec::Vec};
 
+use super::super::stretches::{grouped, worth_grouping};
+
 #[cfg(test)]
 mod tests;
 
@@ -30,14 +32,6 @@ const FIRST_IDS: u32 = (1 << 24) - 1;
 /// the next rounds place 36%, 27% and 22% of those left, and 11% are left after four, in
 /// clusters where each round places fewer. Two or eight rounds built as fast.
 const FILL_ROUNDS: usize = 4;
-
-/// Tables of at least this many places (256 KiB) are filled a stretch at a time (see
-/// [`Values::entries`]); in tests, smaller ones too, for the property tests' tables to take
-/// both paths.
-const GROUPED_FILL: usize = if cfg!(test) { 256 } else { 1 << 16 };
-
-/// The stretches of places a large table is filled by, in order.
-const STRETCHES: usize = 256;
 
 /// Ids by hash; each id is added once (the caller knows its value is not there yet).
 #[derive(Debug)]
@@ -128,39 +122,16 @@ impl Values {
         self.len += n;
     }
 
-    /// Each id's home and what its place holds, as `home << 32 | place`. In a large table,
-    /// grouped by the top bits of the home (a counting sort into [`STRETCHES`]), so that a
-    /// round of [`Values::fill`] walks the places a stretch at a time, front to back, rather
-    /// than at random over all of them: builds of a key unique per host at 100k hosts (512
-    /// KiB of places, a core's L2 here) went from 8.98-10.0 to 7.89-8.07 ms, medians of ten
-    /// interleaved runs, for 4% more instructions. Grouped, 8k ids (64 KiB of places) filled
-    /// half again as slowly, in a benchmark of the fill alone.
+    /// Each id's home and what its place holds, as `home << 32 | place`; in a large table,
+    /// [`grouped`] by home, so that a round of [`Values::fill`] walks the places front to
+    /// back: builds of a key unique per host at 100k hosts (512 KiB of places) went from
+    /// 8.98-10.0 to 7.89-8.07 ms, medians of ten interleaved runs, for 4% more instructions.
     fn entries(&self, first: u32, hashes: &[u64]) -> Vec<u64> {
         let entries = (hashes.iter().zip(first..)).map(|(&hash, id)| self.entry(hash, id));
-        if self.places.len() < GROUPED_FILL {
-            return entries.collect();
+        match worth_grouping::<u32>(self.places.len()) {
+            true => grouped(entries, self.places.len(), |&entry| (entry >> 32) as usize),
+            false => entries.collect(),
         }
-        let shift = self
-            .places
-            .len()
-            .trailing_zeros()
-            .saturating_sub(STRETCHES.ilog2());
-        let stretch = |home: usize| home >> shift;
-        let mut starts = [0u32; STRETCHES];
-        for &hash in hashes {
-            starts[stretch(self.home(hash))] += 1;
-        }
-        let mut start = 0;
-        for count in &mut starts {
-            (*count, start) = (start, start + *count);
-        }
-        let mut grouped = vec![0; hashes.len()];
-        for entry in entries {
-            let at = &mut starts[stretch((entry >> 32) as usize)];
-            grouped[*at as usize] = entry;
-            *at += 1;
-        }
-        grouped
     }
 
     /// Gives each entry of `left` (see [`Values::entries`]) the place `step` after its home if

@@ -41,6 +41,8 @@ fn agrees(table: &Packed, model: &BTreeMap<u32, u64>) {
 enum Op {
     /// A new subset under key `1 + k` (few keys, so many entries share one).
     Insert(u64),
+    /// New subsets under keys `1 + k`, added at once.
+    Extend(Vec<u64>),
     /// Removes the `n`-th subset held (modulo), if any.
     Remove(usize),
     /// Moves the `n`-th subset held to another set.
@@ -51,6 +53,7 @@ enum Op {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (0u64..40).prop_map(Op::Insert),
+        1 => prop::collection::vec(0u64..40, 0..80).prop_map(Op::Extend),
         3 => any::<usize>().prop_map(Op::Remove),
         1 => any::<usize>().prop_map(Op::Change),
         1 => Just(Op::Shrink),
@@ -59,7 +62,7 @@ fn op() -> impl Strategy<Value = Op> {
 
 proptest! {
     #[test]
-    fn agrees_with_a_map_under_inserts_removes_and_resizes(ops in prop::collection::vec(op(), 0..300)) {
+    fn agrees_with_a_map_under_inserts_extends_removes_and_resizes(ops in prop::collection::vec(op(), 0..300)) {
         let (mut table, mut model) = (Packed::default(), BTreeMap::new());
         let mut next = 0u32;
         for op in ops {
@@ -68,6 +71,16 @@ proptest! {
                     table.insert(entry(1 + k, next));
                     model.insert(next, 1 + k);
                     next += 1;
+                }
+                Op::Extend(keys) => {
+                    let entries: Vec<Entry> = (keys.iter().zip(next..))
+                        .map(|(&k, subset)| entry(1 + k, subset))
+                        .collect();
+                    table.extend(&entries);
+                    for e in entries {
+                        model.insert(e.hit.subset, e.key);
+                    }
+                    next += keys.len() as u32;
                 }
                 Op::Remove(n) if !model.is_empty() => {
                     let (&subset, &key) = model.iter().nth(n % model.len()).unwrap();
