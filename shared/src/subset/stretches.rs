@@ -1,9 +1,7 @@
 //! Filling a large open-addressing table a stretch at a time: the items to add, grouped by
-//! the top bits of their homes (a counting sort), go in front to back, each probe in a
+//! the top bits of their homes (sorted in place by counts), go in front to back, each probe in a
 //! stretch of places that stays in cache, where items in any other order probe at random over
 //! the whole table, a cache miss each once it outgrows a core's L2 (512 KiB here).
-
-use alloc::{vec, vec::Vec};
 
 #[cfg(test)]
 mod tests;
@@ -21,31 +19,41 @@ pub(super) fn worth_grouping<T>(places: usize) -> bool {
     places.saturating_mul(size_of::<T>()) >= GROUPED_BYTES
 }
 
-/// `items` ordered by the stretch of their home in a table of `places` places (a power of
-/// two), stable within a stretch; `home` gives an item's.
-pub(super) fn grouped<T, I>(items: I, places: usize, home: impl Fn(&T) -> usize) -> Vec<T>
-where
-    T: Copy,
-    I: Iterator<Item = T> + Clone,
-{
-    let Some(first) = items.clone().next() else {
-        return Vec::new();
-    };
+/// Orders `items` by the stretch of their home in a table of `places` places (a power of
+/// two), in place (American flag sort: each item swapped straight into its stretch's part);
+/// `home` gives an item's. In place because a second buffer, freed in the middle of a build,
+/// let the allocator give the top of the heap back to the system: a build of 100k subsets of
+/// two keys from an owned table then faulted ~3,600 more pages each time (40% slower).
+pub(super) fn group<T: Copy>(items: &mut [T], places: usize, home: impl Fn(&T) -> usize) {
     let shift = places.trailing_zeros().saturating_sub(STRETCHES.ilog2());
     let stretch = |item: &T| (home(item) >> shift) % STRETCHES;
-    let mut starts = [0usize; STRETCHES];
-    for item in items.clone() {
-        starts[stretch(&item)] += 1;
+    let (mut next, ends) = parts(items.iter().map(stretch));
+    for s in 0..STRETCHES {
+        while next[s] < ends[s] {
+            // Carries the item at the stretch's next place on to where it belongs, taking
+            // what was there, until one that belongs here comes back.
+            let mut item = items[next[s]];
+            let mut to = stretch(&item);
+            while to != s {
+                core::mem::swap(&mut item, &mut items[next[to]]);
+                next[to] += 1;
+                to = stretch(&item);
+            }
+            items[next[s]] = item;
+            next[s] += 1;
+        }
     }
+}
+
+/// Where each stretch's part of the grouped items starts and ends, from the items' stretches.
+fn parts(stretches: impl Iterator<Item = usize>) -> ([usize; STRETCHES], [usize; STRETCHES]) {
+    let mut starts = [0; STRETCHES];
+    stretches.for_each(|s| starts[s] += 1);
+    let mut ends = [0; STRETCHES];
     let mut start = 0;
-    for count in &mut starts {
+    for (count, end) in starts.iter_mut().zip(&mut ends) {
         (*count, start) = (start, start + *count);
+        *end = start;
     }
-    let mut grouped = vec![first; start];
-    for item in items {
-        let at = &mut starts[stretch(&item)];
-        grouped[*at] = item;
-        *at += 1;
-    }
-    grouped
+    (starts, ends)
 }

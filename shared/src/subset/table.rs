@@ -85,13 +85,14 @@ impl Table {
     /// [`Table::settle`]: a build's, which looks none up meanwhile, all placed at once (see
     /// [`Packed::extend`]).
     pub fn defer(&mut self, n: usize) {
+        self.packed.reserve(n);
         self.deferred = Some(Vec::with_capacity(n));
     }
 
     /// Places the subsets held since [`Table::defer`].
     pub fn settle(&mut self) {
-        if let Some(entries) = self.deferred.take() {
-            self.packed.extend(&entries);
+        if let Some(mut entries) = self.deferred.take() {
+            self.packed.extend(&mut entries);
         }
     }
 

@@ -73,10 +73,10 @@ proptest! {
                     next += 1;
                 }
                 Op::Extend(keys) => {
-                    let entries: Vec<Entry> = (keys.iter().zip(next..))
+                    let mut entries: Vec<Entry> = (keys.iter().zip(next..))
                         .map(|(&k, subset)| entry(1 + k, subset))
                         .collect();
-                    table.extend(&entries);
+                    table.extend(&mut entries);
                     for e in entries {
                         model.insert(e.hit.subset, e.key);
                     }
