@@ -124,8 +124,9 @@ impl Values {
 
     /// Each id's home and what its place holds, as `home << 32 | place`; in a large table,
     /// [`group`]ed by home, so that a round of [`Values::fill`] walks the places front to
-    /// back: builds of a key unique per host at 100k hosts (512 KiB of places) went from
-    /// 8.98-10.0 to 7.89-8.07 ms, medians of ten interleaved runs, for 4% more instructions.
+    /// back. Builds of a key unique per host at 100k hosts (512 KiB of places), run in turns
+    /// with the binary before: 8.98-10.0 ms became 7.89 (medians of ten pairs) in a quiet
+    /// half-hour; in a noisy hour, no difference. 1% more instructions.
     fn entries(&self, first: u32, hashes: &[u64]) -> Vec<u64> {
         let mut entries: Vec<u64> = (hashes.iter().zip(first..))
             .map(|(&hash, id)| self.entry(hash, id))
