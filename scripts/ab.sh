@@ -14,6 +14,8 @@
 # in a git worktree under target/ab, with a target directory of its own: the first build of a
 # commit takes a few minutes. `rm -rf target/ab && git worktree prune` clears them.
 set -euo pipefail
+# A failed build or run inside `$(...)` must stop the script, not time the binary left before.
+shopt -s inherit_errexit
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
@@ -32,39 +34,57 @@ binary() {
   if [[ "$rev" == WORKTREE ]]; then
     src="$ROOT" target="${CARGO_TARGET_DIR:-$ROOT/target}" name=worktree
   else
-    name="$(git rev-parse --short "$rev^{commit}")" || die "no commit $rev"
+    local commit
+    commit="$(git rev-parse --verify -q "$rev^{commit}")" || die "no commit $rev"
+    name="${commit:0:12}"
     src="$ROOT/target/ab/src-$name" target="$ROOT/target/ab/target-$name"
-    [[ -d "$src" ]] || git worktree add --detach -q "$src" "$name" >&2
+    # `-C` into a directory that is no worktree would find the main repository around it.
+    if [[ ! -f "$src/.git" || "$(git -C "$src" rev-parse HEAD 2> /dev/null)" != "$commit" ]]; then
+      # A directory left by an interrupted add, or a registration whose directory is gone.
+      rm -rf "$src"
+      git worktree prune
+      git worktree add --detach -q "$src" "$name" >&2
+    fi
   fi
   log "build $example at $rev ($name)"
   (cd "$src" && cargo build --release -q -p edgewise-benches --example "$example" \
     --target-dir "$target" >&2)
-  printf '%s\n' "$target/release/examples/$example"
+  local bin="$target/release/examples/$example"
+  [[ -x "$bin" ]] || die "no binary $bin"
+  printf '%s\n' "$bin"
 }
 
-# The first number of a run's output.
+# The first number a run prints; the run's output instead, and a stop, if it fails or prints
+# none.
 figure() {
-  "$@" 2>&1 | grep -oE '[0-9]+(\.[0-9]+)?' | head -1
+  local out
+  out="$("$@" 2>&1)" || die "$* failed: $out"
+  [[ "$out" =~ [0-9]+(\.[0-9]+)? ]] || die "$* printed no figure: $out"
+  printf '%s\n' "${BASH_REMATCH[0]}"
 }
 
 a="$(binary "$rev_a")"
 b="$(binary "$rev_b")"
 log "$pairs pairs of: $example $*"
-for ((i = 0; i < pairs; i++)); do
+# Gathered first: a failed run stops the script before any summary is printed.
+results="$(for ((i = 0; i < pairs; i++)); do
   if ((i % 2 == 0)); then
-    fa="$(figure "$a" "$@")" fb="$(figure "$b" "$@")"
+    fa="$(figure "$a" "$@")"
+    fb="$(figure "$b" "$@")"
   else
-    fb="$(figure "$b" "$@")" fa="$(figure "$a" "$@")"
+    fb="$(figure "$b" "$@")"
+    fa="$(figure "$a" "$@")"
   fi
   printf '%s %s\n' "$fa" "$fb"
-done | awk -v a="$rev_a" -v b="$rev_b" '
+done)"
+awk -v a="$rev_a" -v b="$rev_b" '
   function median(v, n,   i, j, t) {
     for (i = 2; i <= n; i++) for (j = i; j > 1 && v[j - 1] > v[j]; j--) {
       t = v[j]; v[j] = v[j - 1]; v[j - 1] = t
     }
     return n % 2 ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
   }
-  {
+  $1 > 0 {
     n++; fa[n] = $1; fb[n] = $2; r[n] = $2 / $1
     if (n == 1 || $1 < besta) besta = $1
     if (n == 1 || $2 < bestb) bestb = $2
@@ -72,7 +92,8 @@ done | awk -v a="$rev_a" -v b="$rev_b" '
     if (n == 1 || r[n] > hi) hi = r[n]
   }
   END {
+    if (n == 0) exit 1
     printf "%s: median %.4g, best %.4g\n", a, median(fa, n), besta
     printf "%s: median %.4g, best %.4g\n", b, median(fb, n), bestb
     printf "%s / %s, median of %d pairs: %.3f (%.3f-%.3f)\n", b, a, n, median(r, n), lo, hi
-  }'
+  }' <<< "$results"

@@ -89,6 +89,15 @@ impl Table {
         self.deferred = Some(Vec::with_capacity(n));
     }
 
+    /// Lookups and changes see placed subsets only: none may come while a build holds some
+    /// back (they would miss them).
+    fn assert_settled(&self) {
+        debug_assert!(
+            self.deferred.is_none(),
+            "the subset table used while a build defers"
+        );
+    }
+
     /// Places the subsets held since [`Table::defer`].
     pub fn settle(&mut self) {
         if let Some(mut entries) = self.deferred.take() {
@@ -116,10 +125,7 @@ impl Table {
     where
         I: Iterator<Item = u32> + Clone,
     {
-        debug_assert!(
-            self.deferred.is_none(),
-            "a lookup while a build holds subsets"
-        );
+        self.assert_settled();
         if len <= 1 {
             // An unknown value's id (`u32::MAX`) is past the array. No ids name no subset (the
             // packed table must not be asked for key 0, its mark of a free place).
@@ -195,6 +201,7 @@ impl Table {
     /// The set of subset `subset`, with value ids `kvs` (ignored for an [`array_id`]), to
     /// change it.
     pub fn set_mut(&mut self, kvs: &[u32], subset: u32) -> Option<&mut SetRef> {
+        self.assert_settled();
         if let Some(kv) = array_kv(subset) {
             return self
                 .single
@@ -210,6 +217,7 @@ impl Table {
     /// Takes out subset `subset`, with value ids `kvs` (ignored for an [`array_id`]); false
     /// if the table did not hold it.
     pub fn remove(&mut self, kvs: &[u32], subset: u32) -> bool {
+        self.assert_settled();
         if let Some(kv) = array_kv(subset) {
             let Some(set) = self
                 .single
