@@ -167,6 +167,12 @@ pub fn send_signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill -{signal} {pid} failed");
 }
 
+/// The value of the sample line starting with `series ` on a `/metrics` page.
+pub fn sample(page: &str, series: &str) -> Option<f64> {
+    page.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
 /// A minimal HTTP/1.1 exchange: returns the status code and the body.
 pub fn http(addr: SocketAddr, method: &str, path: &str) -> (u16, String) {
     http_request(addr, method, path, &[], b"")

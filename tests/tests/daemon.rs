@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use edgewise_tests::{Daemon, daemon_bin, http};
+use edgewise_tests::{Daemon, daemon_bin, http, sample};
 
 const EXIT_WAIT: Duration = Duration::from_secs(20);
 
@@ -237,8 +237,21 @@ fn sigterm_lets_an_in_flight_request_finish() {
     );
     stream.write_all(head.as_bytes()).unwrap();
     stream.write_all(&body[..10]).unwrap();
-    // The request is in flight (its body half sent) when the signal arrives.
-    std::thread::sleep(Duration::from_millis(200));
+    // The request is in flight (its body half sent) when the signal arrives: waited for, as a
+    // daemon yet to read it closes the connection on the signal.
+    let in_flight = || {
+        let (_, page) = http(daemon.addr, "GET", "/metrics");
+        // The scrape counts itself.
+        sample(&page, "edgewise_http_requests_in_flight") == Some(2.0)
+    };
+    let started = std::time::Instant::now();
+    while !in_flight() {
+        assert!(
+            started.elapsed() < EXIT_WAIT,
+            "the request never got in flight"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     daemon.signal("TERM");
     daemon.wait_for_log("SIGTERM received", EXIT_WAIT);
     std::thread::sleep(Duration::from_millis(200));

@@ -11,7 +11,7 @@ use std::{
 };
 
 use edgewise::FeatureReader;
-use edgewise_tests::{Daemon, http, http_request};
+use edgewise_tests::{Daemon, http, http_request, sample};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 const BEARER: &str = "Bearer test-secret-0123456789abcdef";
@@ -435,15 +435,11 @@ fn the_socket_caps_its_connections() {
 
     let (status, page) = http_request(daemon.addr, "GET", "/metrics", &[], b"");
     assert_eq!(status, 200);
-    let sample = |name: &str| {
-        page.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
-    };
     assert_eq!(
-        sample("edgewise_features_socket_connections_max"),
+        sample(&page, "edgewise_features_socket_connections_max"),
         Some(1.0)
     );
-    let full = sample("edgewise_features_socket_connections_full_total");
+    let full = sample(&page, "edgewise_features_socket_connections_full_total");
     assert!(full >= Some(1.0), "{page}");
 }
 

@@ -189,29 +189,31 @@ fn a_changed_file_is_picked_up_without_a_signal() {
 }
 
 /// A file written slowly, a host at a time (each prefix a valid table), is read once it held
-/// still: one table published, all twelve hosts. Each tick that saw it changed read it, and
+/// still: one table published, all thirty hosts. Each tick that saw it changed read it, and
 /// published the half tables it caught.
 #[test]
 fn a_file_being_written_is_read_once_it_holds_still() {
-    // Writes 40 ms apart, polls 300 ms apart: a partial table is read only if the writer
-    // stalls a whole interval (the old reload read one at the first poll mid-write).
-    let setup = Setup::new("slow-write", 300);
+    // Writes 40 ms apart for 1.2 s, polls 1 s apart: at least one poll falls mid-write, and a
+    // partial table is read only if the writer stalls a whole interval (the old reload read
+    // one at the first poll mid-write). Polls 300 ms apart left a loaded 2-core VM's stall of
+    // one test thread as the only margin.
+    let setup = Setup::new("slow-write", 1000);
     let daemon = setup.start();
     let host = |i: u16| format!("\n[[hosts]]\naddress = \"http://127.0.0.1:{}\"\n", 9100 + i);
     let mut file = std::fs::File::create(setup.table_path()).unwrap();
-    for i in 0..12 {
+    for i in 0..30 {
         use std::io::Write as _;
         file.write_all(host(i).as_bytes()).unwrap();
         file.flush().unwrap();
         thread::sleep(Duration::from_millis(40));
     }
     drop(file);
-    let deadline = Instant::now() + Duration::from_secs(5);
+    let deadline = Instant::now() + Duration::from_secs(10);
     while HostTable::decode(&get(&daemon, &[]).body)
         .unwrap()
         .hosts
         .len()
-        != 12
+        != 30
     {
         assert!(Instant::now() < deadline, "the whole table is never served");
         thread::sleep(Duration::from_millis(20));

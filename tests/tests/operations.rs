@@ -8,13 +8,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use edgewise_tests::{Daemon, Memcached, daemon_bin, http, http_request};
-
-/// The value of the sample line starting with `series ` on a `/metrics` page.
-fn sample(page: &str, series: &str) -> Option<f64> {
-    page.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
-}
+use edgewise_tests::{Daemon, Memcached, daemon_bin, http, http_request, sample};
 
 #[test]
 fn readyz_reports_each_dependency_and_follows_memcached() {
