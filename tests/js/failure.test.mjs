@@ -2,7 +2,6 @@
 
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:net";
 import { startWorker } from "./support/worker.mjs";
 
 const workers = [];
@@ -14,16 +13,9 @@ async function worker(bindings) {
   return w;
 }
 
-// A port that was free a moment ago and has nobody listening.
-function deadPort() {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
+// A port nobody listens on: the discard port, below the ephemeral range. A port merely left
+// free could be taken by a listener started later in the run (workerd binds ports of its own).
+const DEAD_ORIGIN = "http://127.0.0.1:9";
 
 async function expectFailure(res, status, text) {
   assert.equal(res.status, status);
@@ -32,7 +24,7 @@ async function expectFailure(res, status, text) {
 }
 
 test("an unreachable origin is a 502", async () => {
-  const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}` });
+  const w = await worker({ ORIGIN_URL: DEAD_ORIGIN });
   for (const method of ["GET", "POST"]) {
     const res = await w.dispatchFetch("http://edge.test/a", {
       method,
@@ -71,14 +63,14 @@ test("a var that is not a string is a 500, not an unset var", async () => {
     // A string, but 0: every daemon call gave up before the daemon could answer.
     { HOST_TABLE: "daemon", DAEMON_URL: "http://127.0.0.1:9", DAEMON_SECRET: "s".repeat(24), DAEMON_TIMEOUT_MS: "0" },
   ]) {
-    const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}`, ...bindings });
+    const w = await worker({ ORIGIN_URL: DEAD_ORIGIN, ...bindings });
     const res = await w.dispatchFetch("http://edge.test/private/report");
     await expectFailure(res, 500, "edgewise: worker misconfigured");
   }
 });
 
 test("the worker keeps serving after failures", async () => {
-  const w = await worker({ ORIGIN_URL: `http://127.0.0.1:${await deadPort()}` });
+  const w = await worker({ ORIGIN_URL: DEAD_ORIGIN });
   const results = await Promise.all(
     Array.from({ length: 20 }, () => w.dispatchFetch("http://edge.test/").then((r) => r.status)),
   );

@@ -162,8 +162,10 @@ test("a host table change under SIGHUP moves traffic; a malformed one changes no
 
   writeFileSync(hostsFile, "[[hosts]]\naddress = 12\n");
   daemon.signal("SIGHUP");
-  await new Promise((r) => setTimeout(r, 300));
+  // Rejected once the daemon read it: routing is checked after that, not after a fixed pause.
+  await eventually(
+    async () => /edgewise_hosts_reload_errors_total [1-9]/.test(await (await fetch(`${daemon.url}/metrics`)).text()),
+    { what: "the malformed table rejected", every: 30, within: 10_000 },
+  );
   assert.deepEqual(await route("us", 4), ["us2"]);
-  const res = await fetch(`${daemon.url}/metrics`);
-  assert.match(await res.text(), /edgewise_hosts_reload_errors_total [1-9]/);
 });

@@ -55,6 +55,14 @@ impl Memcached {
             port: free_port(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
         };
+        // The port was free a moment ago; a process started since may hold it.
+        for _ in 0..4 {
+            match memcached.try_spawn() {
+                Ok(()) => return memcached,
+                Err(why) => eprintln!("memcached on port {}: {why}; another port", memcached.port),
+            }
+            memcached.port = free_port();
+        }
         memcached.spawn();
         memcached
     }
@@ -70,6 +78,14 @@ impl Memcached {
     }
 
     fn spawn(&mut self) {
+        if let Err(why) = self.try_spawn() {
+            panic!("memcached on {}: {why}", self.addr());
+        }
+    }
+
+    /// Starts memcached on `port` and waits until it answers as itself: a connection that
+    /// succeeds may be to another process holding the port, while this one fails to bind.
+    fn try_spawn(&mut self) -> Result<(), String> {
         let child = Command::new(memcached_bin())
             .args(["-l", "127.0.0.1", "-p", &self.port.to_string(), "-U", "0"])
             .args(&self.args)
@@ -81,19 +97,21 @@ impl Memcached {
             .expect("spawning memcached");
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect(self.addr()).is_err() {
+        let pid = u64::from(self.pid());
+        while self.stats().and_then(|s| stat_in(&s, "pid")) != Some(pid) {
             if let Some(child) = &mut self.child
                 && let Ok(Some(status)) = child.try_wait()
             {
-                panic!("memcached exited at start: {status}");
+                self.child = None;
+                return Err(format!("exited at start: {status}"));
             }
-            assert!(
-                Instant::now() < deadline,
-                "memcached did not listen on {}",
-                self.addr()
-            );
+            if Instant::now() >= deadline {
+                self.kill();
+                return Err("did not answer as itself within 10 s".into());
+            }
             thread::sleep(Duration::from_millis(5));
         }
+        Ok(())
     }
 
     /// `kill -9`: all records are lost, connections reset.
@@ -113,21 +131,22 @@ impl Memcached {
     /// The server's own `STAT name` counter (e.g. `total_connections`), read on a connection of
     /// its own (which memcached counts before it answers).
     pub fn stat(&self, name: &str) -> u64 {
-        let mut stream = TcpStream::connect(self.addr()).expect("connecting for stats");
-        stream.write_all(b"stats\r\n").expect("sending stats");
+        let reply = self.stats().expect("reading memcached's stats");
+        stat_in(&reply, name).unwrap_or_else(|| panic!("no STAT {name} in {reply}"))
+    }
+
+    /// The reply to `stats`, or `None` if the port does not give one within a second.
+    fn stats(&self) -> Option<String> {
+        let mut stream = TcpStream::connect(self.addr()).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+        stream.write_all(b"stats\r\n").ok()?;
         let mut reply = Vec::new();
         while !reply.ends_with(b"END\r\n") {
             let mut chunk = [0; 4096];
-            let n = stream.read(&mut chunk).expect("reading stats");
-            assert!(n > 0, "memcached closed the stats connection");
+            let n = stream.read(&mut chunk).ok().filter(|&n| n > 0)?;
             reply.extend_from_slice(&chunk[..n]);
         }
-        let reply = String::from_utf8_lossy(&reply);
-        let line = format!("STAT {name} ");
-        reply
-            .lines()
-            .find_map(|l| l.strip_prefix(&line)?.parse().ok())
-            .unwrap_or_else(|| panic!("no STAT {name} in {reply}"))
+        Some(String::from_utf8_lossy(&reply).into_owned())
     }
 
     /// Sends `signal` by name (e.g. "STOP", "CONT"). After "STOP", returns once every thread
@@ -143,6 +162,14 @@ impl Memcached {
             }
         }
     }
+}
+
+/// The counter `name` of a `stats` reply.
+fn stat_in(reply: &str, name: &str) -> Option<u64> {
+    let line = format!("STAT {name} ");
+    reply
+        .lines()
+        .find_map(|l| l.strip_prefix(&line)?.parse().ok())
 }
 
 /// Whether every thread of process `pid` is in the stopped state (`T` in its `stat`).

@@ -3,8 +3,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Barrier};
 use std::thread;
 use std::time::Duration;
 
@@ -257,37 +257,52 @@ fn stuck_readers_delay_the_writer_at_most_the_grace_period() {
 }
 
 /// Reader threads against a writer publishing back to back: every read is one complete
-/// version, and versions never go backwards.
+/// version, and versions never go backwards. Each reader reads before the first publish and
+/// after the last, so that each sees at least two versions however the threads are scheduled
+/// (one started late on a loaded machine saw only the last).
 #[test]
 #[cfg_attr(miri, ignore)]
 fn reader_threads_see_whole_versions_in_order() {
+    const READERS: usize = 3;
     let dir = TempDir::new("threads");
     let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
     writer.publish(&stamped(1, 2, 300, 16)).unwrap();
     let done = Arc::new(AtomicBool::new(false));
-    let readers: Vec<_> = (0..3)
+    let started = Arc::new(Barrier::new(READERS + 1));
+    let readers: Vec<_> = (0..READERS)
         .map(|_| {
             let (dir, done) = (dir.0.clone(), Arc::clone(&done));
+            let started = Arc::clone(&started);
             thread::spawn(move || {
                 let mut reader = FeatureReader::open(&dir).unwrap();
                 let (mut last, mut seen) = (0, 0);
-                while !done.load(Ordering::Relaxed) {
-                    let guard = reader.read().unwrap();
-                    assert!(guard.version() >= last, "went backwards");
-                    if guard.version() != last {
+                loop {
+                    let finished = done.load(Ordering::Acquire);
+                    let version = {
+                        let guard = reader.read().unwrap();
+                        assert_stamped(&guard);
+                        guard.version()
+                    };
+                    assert!(version >= last, "went backwards");
+                    if version != last {
                         seen += 1;
                     }
-                    last = guard.version();
-                    assert_stamped(&guard);
+                    if last == 0 {
+                        started.wait();
+                    }
+                    last = version;
+                    if finished {
+                        return seen;
+                    }
                 }
-                seen
             })
         })
         .collect();
+    started.wait();
     for version in 2..200 {
         writer.publish(&stamped(version, 2, 300, 16)).unwrap();
     }
-    done.store(true, Ordering::Relaxed);
+    done.store(true, Ordering::Release);
     for reader in readers {
         assert!(reader.join().unwrap() > 1, "saw publishes");
     }
