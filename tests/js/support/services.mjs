@@ -21,18 +21,40 @@ export function freePort() {
   });
 }
 
-async function waitForPort(port, child, what) {
+// Waits until `child` answers on `port` as itself (`isChild(port, child)`): the port was free
+// when picked, and a listener started since (workerd binds ports of its own) would accept the
+// connection while the child fails to bind and exits.
+async function waitForPort(port, child, what, isChild) {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${what} exited with ${child.exitCode}`);
-    const ok = await new Promise((resolve) => {
-      const socket = connect(port, "127.0.0.1", () => { socket.destroy(); resolve(true); });
-      socket.once("error", () => resolve(false));
-    });
-    if (ok) return;
+    if (await isChild(port, child).catch(() => false)) return;
     await new Promise((r) => setTimeout(r, 10));
   }
-  throw new Error(`${what} did not listen on ${port}`);
+  throw new Error(`${what} did not answer on ${port}`);
+}
+
+// Whether memcached on `port` is `child`: its `STAT pid`.
+function memcachedIs(port, child) {
+  return new Promise((resolve) => {
+    let reply = "";
+    const socket = connect(port, "127.0.0.1", () => socket.write("stats\r\n"));
+    socket.setTimeout(1000, () => { socket.destroy(); resolve(false); });
+    socket.on("data", (chunk) => {
+      reply += chunk;
+      if (!reply.endsWith("END\r\n")) return;
+      socket.destroy();
+      resolve(reply.includes(`STAT pid ${child.pid}\r\n`));
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+// Whether edgewised answers on `port`: its /healthz (no other listener of these tests has one;
+// every daemon before this one was stopped).
+async function daemonIs(port) {
+  const res = await fetch(`http://127.0.0.1:${port}/healthz`, { signal: AbortSignal.timeout(1000) });
+  return (await res.text()).includes('"status":"ok"');
 }
 
 function stop(child) {
@@ -52,7 +74,7 @@ export async function startMemcached(args = []) {
   let child;
   const launch = async () => {
     child = spawn(exe, ["-l", "127.0.0.1", "-p", String(port), "-U", "0", ...root, ...args], { stdio: "ignore" });
-    await waitForPort(port, child, "memcached");
+    await waitForPort(port, child, "memcached", memcachedIs);
   };
   await launch();
   return {
@@ -77,7 +99,7 @@ export async function startDaemon({ secret, memcached, args: extra = [] } = {}) 
   const launch = async () => {
     child = spawn(bin("edgewised", "EDGEWISED_BIN"), args, { env, stdio: ["ignore", "ignore", "pipe"] });
     child.stderr.resume();
-    await waitForPort(port, child, "edgewised");
+    await waitForPort(port, child, "edgewised", daemonIs);
   };
   await launch();
   return {
