@@ -12,7 +12,7 @@ use std::{
 use edgewise_daemon::{
     MemcachedConfig, Outcome, Spend, TokenCache, TokensConfig, WorkspaceSettings,
 };
-use edgewise_tests::Memcached;
+use edgewise_tests::{Memcached, sample};
 
 /// The memcached deadline of the tests that fail memcached: short, so that they show a spend
 /// fails closed that soon.
@@ -116,15 +116,13 @@ async fn killed_memcached_fails_closed_within_the_deadline_and_recovers() {
     assert_eq!(cache.redeem(&token()).await, Outcome::Fresh);
 
     memcached.kill();
+    let mut took = Vec::new();
     for _ in 0..20 {
         let started = Instant::now();
         assert_eq!(cache.redeem(&token()).await, Outcome::Unavailable);
-        assert!(
-            started.elapsed() < DEADLINE + LATE,
-            "{:?}",
-            started.elapsed()
-        );
+        took.push(started.elapsed());
     }
+    assert_within_the_deadline(took);
 
     memcached.restart();
     let recovered = time_to_recover(&cache, Duration::from_secs(3)).await;
@@ -149,30 +147,58 @@ async fn stopped_memcached_holds_deadlines_and_never_cross_talks_after() {
             })
         })
         .collect();
+    let mut took = Vec::new();
     for task in tasks {
-        let (outcome, took) = task.await.unwrap();
+        let (outcome, elapsed) = task.await.unwrap();
         assert_eq!(outcome, Outcome::Unavailable);
-        assert!(took < DEADLINE + LATE, "{took:?}");
+        took.push(elapsed);
     }
+    assert_within_the_deadline(took);
     memcached.signal("CONT");
 
     // memcached now works through what was queued on the abandoned connections; every new
-    // spend must still get its own answer: never spent the first time, never fresh the second
-    // time after a fresh. A spend may still miss the short deadline (unavailable) on a stalled
-    // VM, which is not an answer meant for another spend.
+    // spend must still get its own answer: fresh first, spent after. On a stalled VM a spend
+    // may miss the short deadline (unavailable), which is no answer meant for another spend:
+    // allowed only if the deadline counters show it, and never a wrong answer.
     time_to_recover(&cache, Duration::from_secs(3)).await;
+    let misses_before = deadline_misses(&cache, &memcached);
     let spends: Vec<Spend> = (0..300).map(|_| token()).collect();
     let first = redeem_all(&cache, &spends).await;
     let second = redeem_all(&cache, &spends).await;
-    let mut answered = 0;
+    let missed = deadline_misses(&cache, &memcached) > misses_before;
     for (a, b) in first.iter().zip(&second) {
-        assert_ne!(*a, Outcome::Spent, "{first:?}");
-        if *a == Outcome::Fresh {
-            assert_ne!(*b, Outcome::Fresh, "{second:?}");
-            answered += usize::from(*b == Outcome::Spent);
+        match (a, b) {
+            (Outcome::Fresh, Outcome::Spent) => {}
+            (Outcome::Unavailable, _) | (Outcome::Fresh, Outcome::Unavailable) if missed => {}
+            _ => panic!("{a:?} then {b:?}; deadline missed: {missed}\n{first:?}\n{second:?}"),
         }
     }
-    assert!(answered > 0, "{first:?} {second:?}");
+}
+
+/// Spends that missed their deadline at `memcached`: replies that timed out, and spends that
+/// expired while queued.
+fn deadline_misses(cache: &TokenCache, memcached: &Memcached) -> f64 {
+    let mut page = edgewise_daemon::metrics::Exposition::default();
+    cache.render(&mut page);
+    let page = page.finish();
+    ["timeouts_total", "expired_in_queue_total"]
+        .iter()
+        .map(|name| {
+            let series = format!(
+                "edgewise_memcached_{name}{{server=\"{}\"}}",
+                memcached.addr()
+            );
+            sample(&page, &series).unwrap_or_else(|| panic!("no {series} in\n{page}"))
+        })
+        .sum()
+}
+
+/// Spends that failed closed did so at their deadline: most within three times it, none
+/// later than [`LATE`] past it (a stalled VM delays an answer; a hang never ends).
+fn assert_within_the_deadline(mut took: Vec<Duration>) {
+    took.sort();
+    assert!(took[took.len() / 2] < DEADLINE * 3, "{took:?}");
+    assert!(took[took.len() - 1] < DEADLINE + LATE, "{took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, mpsc};
 use std::thread;
 use std::time::Duration;
 
@@ -268,11 +268,13 @@ fn reader_threads_see_whole_versions_in_order() {
     let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
     writer.publish(&stamped(1, 2, 300, 16)).unwrap();
     let done = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(Barrier::new(READERS + 1));
+    // Each reader says when it has read once; a channel, not a barrier, so that a reader
+    // failing first fails the test instead of leaving it waiting.
+    let (started, first_reads) = mpsc::channel();
     let readers: Vec<_> = (0..READERS)
         .map(|_| {
             let (dir, done) = (dir.0.clone(), Arc::clone(&done));
-            let started = Arc::clone(&started);
+            let started = started.clone();
             thread::spawn(move || {
                 let mut reader = FeatureReader::open(&dir).unwrap();
                 let (mut last, mut seen) = (0, 0);
@@ -287,8 +289,8 @@ fn reader_threads_see_whole_versions_in_order() {
                     if version != last {
                         seen += 1;
                     }
-                    if last == 0 {
-                        started.wait();
+                    if seen == 1 && last == 0 {
+                        started.send(()).unwrap();
                     }
                     last = version;
                     if finished {
@@ -298,7 +300,11 @@ fn reader_threads_see_whole_versions_in_order() {
             })
         })
         .collect();
-    started.wait();
+    for _ in 0..READERS {
+        first_reads
+            .recv_timeout(Duration::from_secs(30))
+            .expect("a reader never read");
+    }
     for version in 2..200 {
         writer.publish(&stamped(version, 2, 300, 16)).unwrap();
     }
