@@ -167,6 +167,18 @@ pub fn send_signal(pid: u32, signal: &str) {
     assert!(status.success(), "kill -{signal} {pid} failed");
 }
 
+/// Polls `done` every 20 ms until it holds; fails the test if it does not within `within`.
+pub fn wait_until(within: Duration, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + within;
+    while !done() {
+        assert!(
+            Instant::now() < deadline,
+            "condition not met within {within:?}"
+        );
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The value of the sample line starting with `series ` on a `/metrics` page.
 pub fn sample(page: &str, series: &str) -> Option<f64> {
     page.lines()

@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use edgewise_tests::{Daemon, daemon_bin, http, sample};
+use edgewise_tests::{Daemon, daemon_bin, http, sample, wait_until};
 
 const EXIT_WAIT: Duration = Duration::from_secs(20);
 
@@ -244,14 +244,7 @@ fn sigterm_lets_an_in_flight_request_finish() {
         // The scrape counts itself.
         sample(&page, "edgewise_http_requests_in_flight") == Some(2.0)
     };
-    let started = std::time::Instant::now();
-    while !in_flight() {
-        assert!(
-            started.elapsed() < EXIT_WAIT,
-            "the request never got in flight"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_until(EXIT_WAIT, in_flight);
     daemon.signal("TERM");
     daemon.wait_for_log("SIGTERM received", EXIT_WAIT);
     std::thread::sleep(Duration::from_millis(200));

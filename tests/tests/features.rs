@@ -11,7 +11,7 @@ use std::{
 };
 
 use edgewise::FeatureReader;
-use edgewise_tests::{Daemon, http, http_request, sample};
+use edgewise_tests::{Daemon, http, http_request, sample, wait_until};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 const BEARER: &str = "Bearer test-secret-0123456789abcdef";
@@ -92,17 +92,6 @@ fn read(store: &Path, table: &str, key: u64) -> Option<(u64, Vec<f32>)> {
     let guard = reader.read().unwrap();
     let values = guard.table(table)?.get(key)?.to_vec();
     Some((guard.version(), values))
-}
-
-fn wait_until(within: Duration, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + within;
-    while !done() {
-        assert!(
-            Instant::now() < deadline,
-            "condition not met within {within:?}"
-        );
-        thread::sleep(Duration::from_millis(20));
-    }
 }
 
 #[test]

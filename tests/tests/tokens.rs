@@ -175,12 +175,17 @@ async fn stopped_memcached_holds_deadlines_and_never_cross_talks_after() {
     }
 }
 
+/// The cache's metrics, as the daemon's `/metrics` page shows them.
+fn metrics_page(cache: &TokenCache) -> String {
+    let mut page = edgewise_daemon::metrics::Exposition::default();
+    cache.render(&mut page);
+    page.finish()
+}
+
 /// Spends that missed their deadline at `memcached`: replies that timed out, and spends that
 /// expired while queued.
 fn deadline_misses(cache: &TokenCache, memcached: &Memcached) -> f64 {
-    let mut page = edgewise_daemon::metrics::Exposition::default();
-    cache.render(&mut page);
-    let page = page.finish();
+    let page = metrics_page(cache);
     ["timeouts_total", "expired_in_queue_total"]
         .iter()
         .map(|name| {
@@ -209,9 +214,7 @@ async fn full_memcached_means_unavailable() {
     for _ in 0..10 {
         assert_eq!(cache.redeem(&token()).await, Outcome::Unavailable);
     }
-    let mut page = edgewise_daemon::metrics::Exposition::default();
-    cache.render(&mut page);
-    let page = page.finish();
+    let page = metrics_page(&cache);
     assert!(
         page.contains("edgewise_token_redemptions_total{outcome=\"unavailable\"} 10"),
         "{page}"
@@ -321,9 +324,7 @@ async fn fail_open_is_explicit_and_counted() {
     let cache = TokenCache::start(&config, &WorkspaceSettings::default()).unwrap();
     memcached.kill();
     assert_eq!(cache.redeem(&token()).await, Outcome::Fresh);
-    let mut page = edgewise_daemon::metrics::Exposition::default();
-    cache.render(&mut page);
-    let page = page.finish();
+    let page = metrics_page(&cache);
     assert!(
         page.contains("edgewise_token_redemptions_total{outcome=\"failed_open\"} 1"),
         "{page}"
@@ -347,19 +348,12 @@ async fn memcached_evictions_are_exported() {
     evict(&memcached.addr());
     let deadline = Instant::now() + Duration::from_secs(5);
     let name = format!(
-        "edgewise_memcached_evictions{{server=\"{}\"}} ",
+        "edgewise_memcached_evictions{{server=\"{}\"}}",
         memcached.addr()
     );
     loop {
-        let mut page = edgewise_daemon::metrics::Exposition::default();
-        cache.render(&mut page);
-        let page = page.finish();
-        let evictions: u64 = page
-            .lines()
-            .find_map(|l| l.strip_prefix(&name))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if evictions > 0 {
+        let page = metrics_page(&cache);
+        if sample(&page, &name).unwrap_or(0.0) > 0.0 {
             break;
         }
         assert!(Instant::now() < deadline, "no evictions exported:\n{page}");
