@@ -133,7 +133,7 @@ impl Values {
             .collect();
         let places = self.places.len();
         if worth_grouping::<u32>(places) {
-            group(&mut entries, places, |&entry| (entry >> 32) as usize);
+            group(&mut entries, places, |&entry| home_of(entry));
         }
         entries
     }
@@ -145,7 +145,7 @@ impl Values {
         let mut waiting = 0;
         for k in 0..left.len() {
             let entry = left[k];
-            let place = &mut self.places[((entry >> 32) as usize + step) & mask];
+            let place = &mut self.places[(home_of(entry) + step) & mask];
             let free = *place == FREE;
             *place = core::hint::select_unpredictable(free, entry as u32, *place);
             left[waiting] = entry;
@@ -186,7 +186,7 @@ impl Values {
     /// Puts an entry of [`Values::entries`] in the first free place from its home.
     fn place_entry(&mut self, entry: u64) {
         let mask = self.places.len() - 1;
-        let mut at = (entry >> 32) as usize;
+        let mut at = home_of(entry);
         while self.places[at] != FREE {
             at = (at + 1) & mask;
         }
@@ -215,4 +215,10 @@ impl Values {
 /// Places for `n` ids: a power of two at most 13/16 used.
 fn places_for(n: usize) -> usize {
     (n * 16).div_ceil(13).next_power_of_two().max(MIN_PLACES)
+}
+
+/// The home place of an entry of [`Values::entries`] (its high half; the low half is what its
+/// place will hold).
+fn home_of(entry: u64) -> usize {
+    (entry >> 32) as usize
 }
