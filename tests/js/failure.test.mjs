@@ -3,6 +3,7 @@
 import { test, after } from "node:test";
 import assert from "node:assert/strict";
 import { startWorker } from "./support/worker.mjs";
+import { DEAD_ORIGIN } from "./support/origin.mjs";
 
 const workers = [];
 after(() => Promise.all(workers.map((w) => w.dispose())));
@@ -12,10 +13,6 @@ async function worker(bindings) {
   workers.push(w);
   return w;
 }
-
-// A port nobody listens on: the discard port, below the ephemeral range. A port merely left
-// free could be taken by a listener started later in the run (workerd binds ports of its own).
-const DEAD_ORIGIN = "http://127.0.0.1:9";
 
 async function expectFailure(res, status, text) {
   assert.equal(res.status, status);

@@ -9,24 +9,20 @@ import { createServer } from "node:http";
 import { mkdtempSync, writeFileSync, renameSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { startOrigin } from "./support/origin.mjs";
+import { startOrigin, DEAD_ORIGIN } from "./support/origin.mjs";
 import { startWorker } from "./support/worker.mjs";
-import { eventually } from "./support/eventually.mjs";
+import { eventually, sleep } from "./support/eventually.mjs";
 import { startDaemon } from "./support/services.mjs";
 
 const SECRET = "routing-secret-0123456789abcdef";
 const ATTRIBUTES = "zone=header:x-edgewise-zone, stage=query:stage";
 const origins = {};
-let deadUrl;
 const open = [];
 
 before(async () => {
   for (const label of ["a1", "a2", "b1", "c1", "beta"]) {
     origins[label] = await startOrigin({ label });
   }
-  // Nothing listens here: connections are refused. The discard port, below the ephemeral
-  // range: a port merely left free could be taken by a listener started later in the run.
-  deadUrl = "http://127.0.0.1:9";
 });
 
 after(async () => {
@@ -41,7 +37,7 @@ function hosts() {
     host("a2", { zone: "a", stage: "prod" }),
     host("b1", { zone: "b", stage: "prod" }),
     host("beta", { zone: "a", stage: "beta" }),
-    { address: deadUrl, labels: { zone: "c", stage: "prod" } },
+    { address: DEAD_ORIGIN, labels: { zone: "c", stage: "prod" } },
     host("c1", { zone: "c", stage: "prod" }),
   ];
 }
@@ -192,7 +188,7 @@ test("NO_FALLBACK refuses metadata no subset matches; a retry needs another host
 
   // A subset whose only host is dead: 502, nothing to retry on.
   const lonely = table(subset);
-  lonely.hosts = lonely.hosts.filter((h) => h.labels.zone !== "c" || h.address === deadUrl);
+  lonely.hosts = lonely.hosts.filter((h) => h.labels.zone !== "c" || h.address === DEAD_ORIGIN);
   const mf2 = await worker({ HOST_TABLE: JSON.stringify(lonely) });
   assert.deepEqual(only(await labels(mf2, 2, { headers: { "x-edgewise-zone": "c" } })), [502]);
 });
@@ -272,7 +268,7 @@ test("a host that fails in a row is ejected for a while, then tried again for lo
   // Back after its ejection: two more failures, and out again, for twice as long. Timed from
   // the request that ejects it again: 2.3 s after it a 2 s ejection is over and a 4 s one is
   // not, however long the requests around it take on a loaded machine.
-  await new Promise((resolve) => setTimeout(resolve, 2300));
+  await sleep(2300);
   const again = [];
   let ejectedAgain;
   for (let i = 0; i < 8; i++) {
@@ -281,7 +277,7 @@ test("a host that fails in a row is ejected for a while, then tried again for lo
   }
   assert.deepEqual(only(again), ["c1"]);
   assert.equal(failing.seen.count, 4);
-  await new Promise((resolve) => setTimeout(resolve, ejectedAgain + 2300 - Date.now()));
+  await sleep(ejectedAgain + 2300 - Date.now());
   assert.deepEqual(only(await labels(mf, 4, zone("d"))), ["c1"]);
   assert.equal(failing.seen.count, 4, "still out: the second ejection lasts 4 s");
 });

@@ -8,6 +8,11 @@
 import { createServer } from "node:http";
 import { createHash } from "node:crypto";
 
+// An origin nobody listens on, so that connections to it are refused: the discard port, below
+// the ephemeral range. A port merely left free could be taken by a listener started later in the
+// run (workerd binds ports of its own).
+export const DEAD_ORIGIN = "http://127.0.0.1:9";
+
 export function startOrigin({ port = 0, label = "origin" } = {}) {
   const requests = [];
   const server = createServer((req, res) => handle(req, res, label, requests));
