@@ -8,7 +8,7 @@ use std::{
 };
 
 use edgewise::{HostDelta, HostTable, SubsetLb};
-use edgewise_tests::{Daemon, HttpResponse, http, http_exchange};
+use edgewise_tests::{Daemon, HttpResponse, http, http_exchange, sample, wait_until};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 const BEARER: &str = "Bearer test-secret-0123456789abcdef";
@@ -208,22 +208,18 @@ fn a_file_being_written_is_read_once_it_holds_still() {
         thread::sleep(Duration::from_millis(40));
     }
     drop(file);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while HostTable::decode(&get(&daemon, &[]).body)
-        .unwrap()
-        .hosts
-        .len()
-        != 30
-    {
-        assert!(Instant::now() < deadline, "the whole table is never served");
-        thread::sleep(Duration::from_millis(20));
-    }
+    let whole = || {
+        HostTable::decode(&get(&daemon, &[]).body)
+            .unwrap()
+            .hosts
+            .len()
+            == 30
+    };
+    wait_until(Duration::from_secs(10), whole);
     let (_, metrics) = http(daemon.addr, "GET", "/metrics");
     // The start-up load, then the whole table.
-    let reloads = metrics
-        .lines()
-        .find_map(|l| l.strip_prefix("edgewise_hosts_reloads_total "));
-    assert_eq!(reloads, Some("2"), "only the whole table is published");
+    let reloads = sample(&metrics, "edgewise_hosts_reloads_total");
+    assert_eq!(reloads, Some(2.0), "only the whole table is published");
 }
 
 /// SIGHUP to a daemon without a host table is logged, not fatal: its default action ended the
