@@ -35,13 +35,10 @@ impl Fingerprint {
             // the length, exact. Fixed shifts, not each byte in its own place: shifts by the
             // length were a third of the fingerprints of a request's short labels.
             4..=7 => (half(&b[..4]) | half(&b[n - 4..]) << 32, n as u64),
-            // The first, middle and last bytes. For 2 and 3 bytes the first two are one 16-bit
-            // load: three byte loads and the middle's index were ~6 more instructions a value.
-            2..=3 => (
-                u64::from(u16::from_le_bytes([b[0], b[1]])) | u64::from(b[n - 1]) << 16,
+            1..=3 => (
+                u64::from(b[0]) | u64::from(b[n / 2]) << 8 | u64::from(b[n - 1]) << 16,
                 n as u64,
             ),
-            1 => (u64::from(b[0]) * 0x01_01_01, 1),
             0 => (0, 0),
         };
         Fingerprint { head, tail }
