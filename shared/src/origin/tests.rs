@@ -350,6 +350,30 @@ proptest! {
         prop_assert_eq!(scanned.plain, alone, "{:?}", urls);
     }
 
+    /// URLs of one length that start and end alike, differing in a byte or two between (as
+    /// a table's neighbours `http://10.0.0.17:8080` and `http://10.0.0.18:8080` do), decide as
+    /// each does alone, whether the bytes where they differ leave the scan where the URL
+    /// before left it (then the ending is not stepped again) or elsewhere: in a host, a port,
+    /// a path, or refused.
+    #[test]
+    fn urls_ending_alike_decide_as_each_alone(
+        start in "[a0./:_-]{0,4}",
+        middles in proptest::collection::vec("[a08./:_-]{2}", 1..6),
+        end in "[a0358./:_-]{0,9}",
+        tls in any::<bool>(),
+        sorted in any::<bool>(),
+    ) {
+        let scheme = if tls { "https://" } else { "http://" };
+        let mut urls: Vec<String> =
+            middles.iter().map(|mid| alloc::format!("{scheme}{start}{mid}{end}")).collect();
+        if sorted {
+            urls.sort();
+        }
+        let alone = urls.iter().all(|u| super::plainly_valid(u));
+        let scanned = super::scan_plain(urls.iter().map(String::as_str), 2048);
+        prop_assert_eq!(scanned.plain, alone, "{:?}", urls);
+    }
+
     #[test]
     fn one_pass_check_never_accepts_what_the_general_refuses(url in "\\PC{0,40}|(?i:https?)://[a-zA-Z0-9.:\\[\\]@_/?#-]{0,30}") {
         prop_assert!(!super::plainly_valid(&url) || split_checked(&url).is_ok(), "{}", url);
