@@ -545,22 +545,23 @@ impl Interner {
             return;
         }
         let first = self.ids.kv_fps.len() as u32;
-        let mut hashes = Vec::with_capacity(count);
+        let mut table = Values::with_capacity(count);
+        let mut entries = table.start_fill(first, count, |id| self.ids.value_hash(id));
         let mut last: &[u8] = &[];
         let mut unordered = None;
         for value in values.by_ref() {
-            if !hashes.is_empty() && !before(last, value.as_bytes()) {
+            if !entries.is_empty() && !before(last, value.as_bytes()) {
                 unordered = Some(value);
                 break;
             }
             last = value.as_bytes();
             let fp = Fingerprint::of(value);
-            hashes.push(self.ids.hash(key, &fp, value));
-            kvs.push(self.ids.push(key, fp, value));
+            let hash = self.ids.hash(key, &fp, value);
+            let id = self.ids.push(key, fp, value);
+            entries.push(table.entry(hash, id));
+            kvs.push(id);
         }
-        let ids = &self.ids;
-        let mut table = Values::with_capacity(count);
-        table.fill(first, &hashes, |id| ids.value_hash(id));
+        table.finish_fill(entries);
         self.small[key as usize].spilled = Some(self.values.len() as u32);
         self.values.push(table);
         let rest = unordered.into_iter().chain(values);

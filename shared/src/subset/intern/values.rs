@@ -4,8 +4,8 @@
 //! hashbrown's `HashTable<u32>` held them before, in more bytes (a control byte and an id per
 //! bucket, at most 7/8 full, against an id and its tag per place at most 13/16 full: 640 KB
 //! against 512 KB for 100k ids). Filling it with 100k ids took ~0.7 ms of a 5.5 ms build
-//! from bytes, an insert at a time, each waiting on its probe; [`Values::fill`] probes for all
-//! of them a step at a time, without a branch. A lookup reads one line of places where
+//! from bytes, an insert at a time, each waiting on its probe; [`Values::finish_fill`] probes
+//! for all of them a step at a time, without a branch. A lookup reads one line of places where
 //! hashbrown read its control bytes and then its bucket: lookups of a unique value from raw
 //! strings at 100k hosts went from 42 to 34 ns.
 
@@ -27,7 +27,7 @@ const MIN_PLACES: usize = 16;
 /// takes the whole place, without a tag, from then on.
 const FIRST_IDS: u32 = (1 << 24) - 1;
 
-/// Rounds of [`Values::fill`] before the ids left take their places one by one. Filling a
+/// Rounds of [`Values::finish_fill`] before the ids left take their places one by one. Filling a
 /// table to 100k ids of 131,072 places (a model with random homes), 70% find their home free,
 /// the next rounds place 36%, 27% and 22% of those left, and 11% are left after four, in
 /// clusters where each round places fewer. Two or eight rounds built as fast.
@@ -102,43 +102,42 @@ impl Values {
         self.len += 1;
     }
 
-    /// Adds ids `first..` of hashes `hashes`, none in the table yet (a run of distinct
-    /// values); `hash_of` as for [`Values::insert_unique`]. Probes a step at a time for all of
-    /// them: each round tries the next place of every id still without one, taking it if free,
-    /// without a branch. One by one, the test of each place was a branch mispredicted as often
-    /// as the table was full, and each mispredict dropped the loads of the places after it:
-    /// 100k ids took 0.7 ms, mostly waiting on those loads again.
-    pub fn fill(&mut self, first: u32, hashes: &[u64], hash_of: impl Fn(u32) -> u64) {
-        let n = hashes.len();
+    /// Starts a fill: room for up to `n` ids from `first` on, none in the table yet (a run of
+    /// distinct values), and a buffer for the caller to push each one's [`Values::entry`]
+    /// onto as it hashes it, then give to [`Values::finish_fill`] (fewer than `n` will do; a
+    /// pass of its own over the hashes was ~0.1 ms of a build of 100k values). `hash_of` as
+    /// for [`Values::insert_unique`].
+    pub fn start_fill(&mut self, first: u32, n: usize, hash_of: impl Fn(u32) -> u64) -> Vec<u64> {
         self.make_room(n, first as usize + n, hash_of);
-        let mut left = self.entries(first, hashes);
+        Vec::with_capacity(n)
+    }
+
+    /// Adds the ids of `entries` (see [`Values::start_fill`]), probing a step at a time for
+    /// all of them: each round tries the next place of every id still without one, taking it
+    /// if free, without a branch. One by one, the test of each place was a branch mispredicted
+    /// as often as the table was full, and each mispredict dropped the loads of the places
+    /// after it: 100k ids took 0.7 ms, mostly waiting on those loads again.
+    pub fn finish_fill(&mut self, mut entries: Vec<u64>) {
+        let n = entries.len();
+        let places = self.places.len();
+        // Grouped by home in a large table, a round walks the places front to back. Builds of
+        // a key unique per host at 100k hosts (512 KiB of places), run in turns with the
+        // binary before: 8.98-10.0 ms became 7.89 (medians of ten pairs) in a quiet
+        // half-hour; in a noisy hour, no difference. 1% more instructions.
+        if worth_grouping::<u32>(places) {
+            group(&mut entries, places, |&entry| home_of(entry));
+        }
         let mut waiting = n;
         for step in 0..FILL_ROUNDS {
-            waiting = self.fill_round(&mut left[..waiting], step);
+            waiting = self.fill_round(&mut entries[..waiting], step);
         }
-        for &entry in &left[..waiting] {
+        for &entry in &entries[..waiting] {
             self.place_entry(entry);
         }
         self.len += n;
     }
 
-    /// Each id's home and what its place holds, as `home << 32 | place`; in a large table,
-    /// [`group`]ed by home, so that a round of [`Values::fill`] walks the places front to
-    /// back. Builds of a key unique per host at 100k hosts (512 KiB of places), run in turns
-    /// with the binary before: 8.98-10.0 ms became 7.89 (medians of ten pairs) in a quiet
-    /// half-hour; in a noisy hour, no difference. 1% more instructions.
-    fn entries(&self, first: u32, hashes: &[u64]) -> Vec<u64> {
-        let mut entries: Vec<u64> = (hashes.iter().zip(first..))
-            .map(|(&hash, id)| self.entry(hash, id))
-            .collect();
-        let places = self.places.len();
-        if worth_grouping::<u32>(places) {
-            group(&mut entries, places, |&entry| home_of(entry));
-        }
-        entries
-    }
-
-    /// Gives each entry of `left` (see [`Values::entries`]) the place `step` after its home if
+    /// Gives each entry of `left` (see [`Values::entry`]) the place `step` after its home if
     /// free; returns how many did not get one, now first in `left`.
     fn fill_round(&mut self, left: &mut [u64], step: usize) -> usize {
         let mask = self.places.len() - 1;
@@ -173,8 +172,9 @@ impl Values {
         }
     }
 
-    /// `id` of hash `hash` as [`Values::entries`] gives it: its home, then its place's bits.
-    fn entry(&self, hash: u64, id: u32) -> u64 {
+    /// `id` of hash `hash` as a fill takes it: its home, then its place's bits.
+    #[inline]
+    pub fn entry(&self, hash: u64, id: u32) -> u64 {
         (self.home(hash) as u64) << 32 | u64::from(self.tag(hash) | (id + 1))
     }
 
@@ -183,7 +183,7 @@ impl Values {
         self.place_entry(self.entry(hash, id));
     }
 
-    /// Puts an entry of [`Values::entries`] in the first free place from its home.
+    /// Puts an entry of [`Values::entry`] in the first free place from its home.
     fn place_entry(&mut self, entry: u64) {
         let mask = self.places.len() - 1;
         let mut at = home_of(entry);
@@ -217,7 +217,7 @@ fn places_for(n: usize) -> usize {
     (n * 16).div_ceil(13).next_power_of_two().max(MIN_PLACES)
 }
 
-/// The home place of an entry of [`Values::entries`] (its high half; the low half is what its
+/// The home place of an entry of [`Values::entry`] (its high half; the low half is what its
 /// place will hold).
 fn home_of(entry: u64) -> usize {
     (entry >> 32) as usize

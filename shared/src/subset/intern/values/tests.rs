@@ -62,7 +62,9 @@ proptest! {
             table.insert_unique(hash(id, distinct), id, |id| hash(id, distinct));
         }
         let hashes: Vec<u64> = (0..count as u32).map(|i| hash(first + i, distinct)).collect();
-        table.fill(first, &hashes, |id| hash(id, distinct));
+        let mut entries = table.start_fill(first, count, |id| hash(id, distinct));
+        entries.extend(hashes.iter().zip(first..).map(|(&h, id)| table.entry(h, id)));
+        table.finish_fill(entries);
         prop_assert_eq!(table.len, before as usize + count);
         prop_assert!(table.len * 16 <= table.places.len() * 13);
         let mut held: Vec<u32> = table.ids().collect();
