@@ -377,19 +377,10 @@ where
             false => rest.len(),
         };
         let before = states[to];
-        let mut at = states[from];
-        for (c, state) in rest[from..to].iter().zip(&mut states[from + 1..]) {
-            at = step(at, c);
-            *state = at;
-        }
-        if to == rest.len() || at != before {
-            for (c, state) in rest[to..].iter().zip(&mut states[to + 1..]) {
-                at = step(at, c);
-                *state = at;
-            }
-            if !accepts(at) {
-                return refused(ascending);
-            }
+        let at = steps(states[from], &rest[from..to], &mut states[from + 1..]);
+        let ends_as_before = to < rest.len() && at == before;
+        if !ends_as_before && !accepts(steps(at, &rest[to..], &mut states[to + 1..])) {
+            return refused(ascending);
         }
         (last, last_scheme) = (url, scheme);
     }
@@ -435,6 +426,17 @@ pub(crate) fn shared_prefix(a: &[u8], b: &[u8]) -> usize {
         at += 8;
     }
     parted(n - 8).unwrap_or(n)
+}
+
+/// The scan through `bytes` from `at`, each state after a byte kept in `states` (for the
+/// next URL to resume from).
+#[inline(always)]
+fn steps(mut at: usize, bytes: &[u8], states: &mut [usize]) -> usize {
+    for (c, state) in bytes.iter().zip(states) {
+        at = step(at, c);
+        *state = at;
+    }
+    at
 }
 
 /// How many bytes `a` and `b`, of one length and not alike, end with alike, up to 8 (0 for

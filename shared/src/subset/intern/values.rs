@@ -27,10 +27,10 @@ const MIN_PLACES: usize = 16;
 /// takes the whole place, without a tag, from then on.
 const FIRST_IDS: u32 = (1 << 24) - 1;
 
-/// Rounds of [`Values::finish_fill`] before the ids left take their places one by one. Filling a
-/// table to 100k ids of 131,072 places (a model with random homes), 70% find their home free,
-/// the next rounds place 36%, 27% and 22% of those left, and 11% are left after four, in
-/// clusters where each round places fewer. Two or eight rounds built as fast.
+/// Rounds of [`Values::finish_fill`] before the ids left take their places one by one.
+/// Filling a table to 100k ids of 131,072 places (a model with random homes), 70% find their
+/// home free, the next rounds place 36%, 27% and 22% of those left, and 11% are left after
+/// four, in clusters where each round places fewer. Two or eight rounds built as fast.
 const FILL_ROUNDS: usize = 4;
 
 /// Ids by hash; each id is added once (the caller knows its value is not there yet).
