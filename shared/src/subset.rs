@@ -283,10 +283,7 @@ impl SubsetLb {
             let named = (dictionary.check_labels())
                 .and_then(|columns| columns.to_table())
                 .and_then(|t| t.validate());
-            named
-                .err()
-                .unwrap_or(crate::HostTableError::Malformed)
-                .into()
+            named.err().map_or(SubsetError::TooLarge, SubsetError::from)
         })
     }
 
@@ -502,8 +499,9 @@ impl SubsetLb {
 fn refusal<H: HostView>(hosts: &[H], config: &SubsetConfig) -> SubsetError {
     match hosttable::validate_hosts(hosts).and_then(|()| hosttable::validate_config(config)) {
         Err(e) => e.into(),
-        // The build refuses only what validation refuses.
-        Ok(()) => crate::HostTableError::Malformed.into(),
+        // The build refuses only what validation refuses, and tables past what its records
+        // address.
+        Ok(()) => SubsetError::TooLarge,
     }
 }
 

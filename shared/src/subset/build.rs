@@ -286,6 +286,9 @@ impl SubsetLb {
         ascending: Option<bool>,
         counted: Option<Counted>,
     ) -> Result<SubsetLb, ()> {
+        if !self.records.fits() {
+            return Err(());
+        }
         // A pass of its own over the records, once they are all made (see `Addresses::claim`).
         let slots = self.slots.len() as u32;
         let Some(addresses) = Addresses::claim(&self.records, slots, ascending) else {

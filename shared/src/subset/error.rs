@@ -30,4 +30,8 @@ pub enum SubsetError {
     /// The table already has [`MAX_HOSTS`](crate::MAX_HOSTS) hosts.
     #[error("host table full: at most {max} hosts", max = crate::MAX_HOSTS)]
     Full,
+    /// The hosts' addresses together pass 4 GiB, or their key=value ids (one per label, or
+    /// per list item with `list_as_any`) pass 2^32: more than the index addresses.
+    #[error("host table too large: over 4 GiB of addresses or 2^32 label values")]
+    TooLarge,
 }

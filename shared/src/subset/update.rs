@@ -4,7 +4,7 @@ use alloc::{vec, vec::Vec};
 
 use super::pickset::{Members, PickSet, Pool, SetRef};
 use super::table::{Hit, array_kv};
-use super::{HostId, SubsetError, SubsetLb};
+use super::{HostId, SubsetError, SubsetLb, list_items};
 use crate::hosttable::{MAX_HOSTS, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
@@ -22,6 +22,13 @@ impl SubsetLb {
         }
         if self.len() >= MAX_HOSTS {
             return Err(SubsetError::Full);
+        }
+        let ids = match self.options.list_as_any {
+            true => host.labels.values().map(|v| list_items(v).count()).sum(),
+            false => host.labels.len(),
+        };
+        if !self.records.make_room(host.address.len(), ids) {
+            return Err(SubsetError::TooLarge);
         }
         let s = self.push_slot(host);
         self.join_subsets(s);
