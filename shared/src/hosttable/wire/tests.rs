@@ -130,6 +130,32 @@ fn columns_that_disagree_are_malformed() {
     }
 }
 
+/// An address end inside a character is malformed, with or without `list_as_any` (whose
+/// build reads the labels host by host). No address the scan finds plain has one: those are
+/// ASCII. Not checked before the scan, nor for plain addresses at all (see [`Dictionary`]).
+#[test]
+fn address_ends_inside_a_character_are_malformed() {
+    for list_as_any in [false, true] {
+        let with_ends = |ends: [u32; 3]| {
+            edited(|w| {
+                // `http://h0/` and a two-byte `é`: 12 bytes.
+                w.addresses = "http://h0/éhttp://h1http://h2".into();
+                w.address_ends = ends.into();
+                w.subset.list_as_any = list_as_any;
+            })
+        };
+        refused(&with_ends([11, 21, 30]), HostTableError::Malformed);
+        // Cut at the characters, the address is read and refused by name.
+        let whole = with_ends([12, 21, 30]);
+        let refusal = HostTable::decode(&whole).unwrap_err();
+        assert!(matches!(
+            refusal,
+            HostTableError::InvalidAddress { index: 0, .. }
+        ));
+        refused(&whole, refusal);
+    }
+}
+
 #[test]
 fn entries_no_host_names_are_malformed() {
     // Interned in place but not by a build from the decoded table, they could route apart
