@@ -215,17 +215,26 @@ impl Ids {
     }
 
     /// Gives `key`=`value` the next id, with its fingerprint, key and (if long) text.
+    /// Inlined into the loop of a run of values: called, its saving and restoring of
+    /// registers was ~18 instructions a value, a fortieth of a build of 100k unique values.
+    #[inline]
     fn push(&mut self, key: u32, fp: Fingerprint, value: &str) -> u32 {
         let id = self.kv_fps.len() as u32;
         self.kv_fps.push(fp);
         self.kv_keys.push(key);
         if !fp.is_whole() {
-            let span = self.push_str(value);
-            let long = LongValue { id, span };
-            self.long
-                .insert_unique(id_hash(id), long, |l| id_hash(l.id));
+            self.push_long(id, value);
         }
         id
+    }
+
+    /// Keeps the text of long value `id`.
+    #[inline(never)]
+    fn push_long(&mut self, id: u32, value: &str) {
+        let span = self.push_str(value);
+        let long = LongValue { id, span };
+        self.long
+            .insert_unique(id_hash(id), long, |l| id_hash(l.id));
     }
 
     /// Room for `n` more ids.
