@@ -248,23 +248,6 @@ impl<'a> Columns<'a> {
     }
 }
 
-/// Each pair's id and label count, as [`Dictionary::label_ids`] found them.
-pub(crate) struct LabelIds {
-    /// Per pair, its id and how many labels name it.
-    pairs: Vec<Entry>,
-}
-
-impl LabelIds {
-    /// Per id below `ids`, how many labels carry it, at `[id + 1]` (pairs may share an id).
-    pub(crate) fn id_counts(&self, ids: usize) -> Vec<u32> {
-        let mut counts = vec![0u32; ids + 1];
-        for pair in &self.pairs {
-            counts[pair.id as usize + 1] += pair.count;
-        }
-        counts
-    }
-}
-
 /// A pair as [`Dictionary::label_ids`] reads it for a label: one bounds check a label for
 /// all three.
 #[derive(Clone, Copy)]
@@ -346,22 +329,27 @@ impl<'a> Dictionary<'a> {
     /// [`Dictionary::check_labels`], with each label's pair `p` mapped to `ids[p]` (pushed onto
     /// `out`, in label order) and counted in the same pass: the worker's build from bytes made
     /// three passes over the labels (the check, the ids, the index's counts). `ids` has an id
-    /// per pair; `label` is called with each label's host index and id, in label order. A
-    /// refusal is [`Dictionary::check_labels`]'s.
+    /// per pair, each below `id_count`; `label` is called with each label's host index and id,
+    /// in label order. Returns how many labels carry each id, at `[id + 1]` (pairs may share
+    /// an id). A refusal is [`Dictionary::check_labels`]'s.
     pub(crate) fn label_ids(
         self,
         ids: &[u32],
+        id_count: usize,
         out: &mut Vec<u32>,
         mut label: impl FnMut(usize, u32),
-    ) -> Result<LabelIds, HostTableError> {
+    ) -> Result<Vec<u32>, HostTableError> {
         let (pairs, labels) = (&self.wire.pair_keys[..], &self.wire.labels[..]);
         if ids.len() != pairs.len() {
             return Err(HostTableError::Malformed);
         }
-        let entry = |(k, &id): (&rkyv::Archived<u32>, &u32)| Entry {
-            key: k.to_native(),
-            id,
-            count: 0,
+        // Keys named by pairs, marked as the pairs are read: named by a pair, a key is named
+        // by a label once every pair is. In place of a pass of their own over the pairs' keys.
+        let mut named = vec![false; self.wire.keys.len()];
+        let entry = |(k, &id): (&rkyv::Archived<u32>, &u32)| {
+            let key = k.to_native();
+            named[key as usize] = true;
+            Entry { key, id, count: 0 }
         };
         let mut entries: Vec<Entry> = pairs.iter().zip(ids).map(entry).collect();
         let base = out.len();
@@ -383,10 +371,17 @@ impl<'a> Dictionary<'a> {
             }
             start = end;
         }
-        if !fine || entries.iter().any(|e| e.count == 0) || !self.keys_named() {
+        // Every pair named by a label, checked as the counts are summed per id.
+        let mut counts = vec![0u32; id_count + 1];
+        let mut unnamed = false;
+        for entry in &entries {
+            unnamed |= entry.count == 0;
+            counts[entry.id as usize + 1] += entry.count;
+        }
+        if !fine || unnamed || !named.iter().all(|&n| n) {
             return Err(self.refusal());
         }
-        Ok(LabelIds { pairs: entries })
+        Ok(counts)
     }
 
     /// Why [`Dictionary::check_labels`] refuses the labels, which it does.

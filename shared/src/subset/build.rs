@@ -113,20 +113,21 @@ pub(super) fn build_columns(
     } else {
         // One id per pair: a label's id is its pair's.
         let (ends, label_ends) = (dictionary.address_ends(), dictionary.label_ends());
-        let ids = lb.interner.kv_count();
-        let mut prefill = Prefill::new(ids, n, dictionary.label_count());
-        let labels = match &mut prefill {
+        let count = lb.interner.kv_count();
+        let mut prefill = Prefill::new(count, n, dictionary.label_count());
+        let counts = match &mut prefill {
             Some(bits) => {
                 let set = |host: usize, kv: u32| bits.set(host, kv);
-                let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, kvs, set);
+                let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, count, kvs, set);
                 lb.records.push_all(text, ends, label_ends, ids)
             }
             None => {
-                let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, kvs, |_, _| {});
+                let none = |_, _| {};
+                let ids = |kvs: &mut Vec<u32>| dictionary.label_ids(&pairs.kvs, count, kvs, none);
                 lb.records.push_all(text, ends, label_ends, ids)
             }
         };
-        let counts = labels.map_err(drop)?.id_counts(ids);
+        let counts = counts.map_err(drop)?;
         Some(Counted { counts, prefill })
     };
     lb.finish(dictionary.uniform(), scanned.order(), counts)
@@ -135,7 +136,7 @@ pub(super) fn build_columns(
 /// What a build from bytes learnt of the ids while it read the labels.
 struct Counted {
     /// Each id's count at `[id + 1]`, as
-    /// [`LabelIds::id_counts`](crate::hosttable::LabelIds::id_counts) gives them.
+    /// [`Dictionary::label_ids`](crate::hosttable::Dictionary::label_ids) gives them.
     counts: Vec<u32>,
     prefill: Option<Prefill>,
 }
