@@ -560,9 +560,11 @@ struct Index {
     /// list is empty.
     starts: Vec<u32>,
     slots: Vec<u32>,
-    /// Per key=value id, its place in `bitsets` ([`NO_BITSET`] for a sparse list): 4 bytes a
-    /// value id, where an `Option<Box<[u64]>>` each was 16 (1.6 MB written for a key unique
-    /// per host at 100k hosts, none of them dense).
+    /// Per key=value id up to the last dense one, its place in `bitsets` ([`NO_BITSET`] for
+    /// a sparse list); the ids past it are sparse (see [`Index::place`]). 4 bytes a value id,
+    /// where an `Option<Box<[u64]>>` each was 16 (1.6 MB written for a key unique per host at
+    /// 100k hosts, none of them dense), and none for a table of no dense id, where a place
+    /// each was 400 KB written for nothing (3% of such a build).
     bitset_at: Vec<u32>,
     /// The dense ids' bitsets, each of `words` words, one after the other.
     bitsets: Vec<u64>,
@@ -597,8 +599,7 @@ impl Index {
         // and making each bitset from its list wrote and read back 4 bytes a label (1.6 MB for
         // the 4 keys x 3 values scheme at 100k hosts, past a core's L2 here): two thirds of
         // the index's time.
-        // Stops at the first sparse id: the first of a key unique per host.
-        let all_dense = index.bitset_at.iter().all(|&at| at != NO_BITSET);
+        let all_dense = dense == index.starts.len() - 1;
         match (index.bitsets.is_empty(), all_dense) {
             (true, _) => index.fill_lists(lb),
             (false, true) => index.fill_bitsets(lb),
@@ -614,7 +615,7 @@ impl Index {
         let fill = &mut self.starts;
         for (s, kvs) in lb.records.built_kvs() {
             for &kv in kvs {
-                match bitset_at[kv as usize] {
+                match bitset_at.get(kv as usize).copied().unwrap_or(NO_BITSET) {
                     NO_BITSET => {
                         self.slots[fill[kv as usize] as usize] = s;
                         fill[kv as usize] += 1;
@@ -670,44 +671,38 @@ impl Index {
     /// An index with room for the slots of each id, `counts[kv + 1]` of them (`counts[0]` is
     /// 0), as a list (`bitset_at` says which), and each key's values listed; no slot in it
     /// yet, and no bitset: how many ids are dense is returned beside it.
-    fn laid_out(lb: &SubsetLb, counts: Vec<u32>) -> (Index, usize) {
+    fn laid_out(lb: &SubsetLb, mut counts: Vec<u32>) -> (Index, usize) {
         let hosts = lb.slots.len();
-        let mut dense = 0;
-        let bitset_at =
-            counts[1..]
-                .iter()
-                .map(|&len| match len >= 64 && len as usize * DENSE >= hosts {
-                    true => {
-                        dense += 1;
-                        dense - 1
-                    }
-                    false => NO_BITSET,
-                });
-        let bitset_at: Vec<u32> = bitset_at.collect();
-        let mut index = Index {
+        let (mut bitset_at, mut values) = (Vec::new(), Vec::<Vec<u32>>::new());
+        // The counts become where each list ends; a dense id's list is empty.
+        let (mut listed, mut dense) = (0, 0);
+        for (kv, end) in (0u32..).zip(&mut counts[1..]) {
+            if *end > 0 {
+                let key = lb.interner.kv_key(kv) as usize;
+                if values.len() <= key {
+                    values.resize_with(key + 1, Vec::new);
+                }
+                values[key].push(kv);
+            }
+            if *end >= 64 && *end as usize * DENSE >= hosts {
+                // Places up to the last dense id only (see `Index::bitset_at`).
+                bitset_at.resize(kv as usize, NO_BITSET);
+                bitset_at.push(dense);
+                dense += 1;
+            } else {
+                listed += *end;
+            }
+            *end = listed;
+        }
+        let index = Index {
             hosts,
             starts: counts,
-            slots: Vec::new(),
+            slots: vec![0; listed as usize],
             bitset_at,
             bitsets: Vec::new(),
             words: hosts.div_ceil(64),
-            values: Vec::new(),
+            values,
         };
-        // The counts become where each list ends; a dense id's list is empty.
-        let mut listed = 0;
-        let ids = index.starts[1..].iter_mut().zip(&index.bitset_at);
-        for (kv, (end, &at)) in (0u32..).zip(ids) {
-            if *end > 0 {
-                let key = lb.interner.kv_key(kv) as usize;
-                if index.values.len() <= key {
-                    index.values.resize_with(key + 1, Vec::new);
-                }
-                index.values[key].push(kv);
-            }
-            listed += if at == NO_BITSET { *end } else { 0 };
-            *end = listed;
-        }
-        index.slots = vec![0; listed as usize];
         (index, dense as usize)
     }
 
@@ -716,7 +711,8 @@ impl Index {
     /// before another is written over it), and a sparse id's slots are listed from its bits.
     fn adopt(&mut self, mut bits: Vec<u64>, dense: usize) {
         let words = self.words;
-        for (kv, &at) in self.bitset_at.iter().enumerate() {
+        for kv in 0..self.starts.len() - 1 {
+            let at = self.place(kv as u32);
             let from = kv * words..(kv + 1) * words;
             if at != NO_BITSET {
                 bits.copy_within(from, at as usize * words);
@@ -744,9 +740,17 @@ impl Index {
         &self.slots[a as usize..b as usize]
     }
 
+    /// The place of `kv`'s bitset in `bitsets`, [`NO_BITSET`] if it has none.
+    fn place(&self, kv: u32) -> u32 {
+        self.bitset_at
+            .get(kv as usize)
+            .copied()
+            .unwrap_or(NO_BITSET)
+    }
+
     /// The bitset of the slots carrying `kv`, if they are many.
     fn bitset(&self, kv: u32) -> Option<&[u64]> {
-        let at = *self.bitset_at.get(kv as usize)?;
+        let at = self.place(kv);
         let at = (at != NO_BITSET).then_some(at as usize * self.words)?;
         Some(&self.bitsets[at..at + self.words])
     }
