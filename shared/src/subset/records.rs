@@ -4,9 +4,9 @@
 //! then the buffer is rewritten without them, so updates stay O(1) amortised.
 //!
 //! Offsets are `u32`: a record's span is 16 bytes, not 24 (0.8 MB less written at 100k hosts,
-//! in a build whose passes over fresh memory are much of its cost). Each buffer holds at
-//! most [`LIMIT`] bytes or ids; builds refuse tables past it ([`Records::fits`]) and updates
-//! make room first ([`Records::make_room`]).
+//! in a build whose passes over fresh memory are much of its cost). A span's offsets reach
+//! [`LIMIT`]: a build refuses a table whose records pass it ([`Records::fits`]), and an update
+//! makes room first ([`Records::make_room`]).
 
 use alloc::{string::String, vec::Vec};
 use core::ops::Range;
@@ -42,7 +42,7 @@ impl Span {
 }
 
 /// The records of all slots.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Records {
     /// Addresses, back to back.
     text: String,
@@ -52,9 +52,38 @@ pub(super) struct Records {
     /// Bytes and ids of the buffers no span covers.
     dead_text: usize,
     dead_kvs: usize,
+    /// Most a span's offset or length may be: [`LIMIT`] (a small one in tests).
+    limit: usize,
+    /// Whether a span was made with an offset or length past `limit` (cut short to `u32`):
+    /// then the records are wrong, and the build that made them is refused.
+    overflowed: bool,
+}
+
+impl Default for Records {
+    fn default() -> Records {
+        Records::with_limit(LIMIT)
+    }
 }
 
 impl Records {
+    fn with_limit(limit: usize) -> Records {
+        Records {
+            text: String::new(),
+            kvs: Vec::new(),
+            spans: Vec::new(),
+            dead_text: 0,
+            dead_kvs: 0,
+            limit,
+            overflowed: false,
+        }
+    }
+
+    /// `n` as a span's offset or length, noted if past the limit.
+    fn offset(&mut self, n: usize) -> u32 {
+        self.overflowed |= n > self.limit;
+        n as u32
+    }
+
     /// Room for `hosts` records with `text` bytes of addresses and about `kvs` ids.
     pub fn reserve(&mut self, hosts: usize, text: usize, kvs: usize) {
         self.spans.reserve_exact(hosts);
@@ -85,32 +114,26 @@ impl Records {
         &self.kvs[self.spans[s as usize].kvs()]
     }
 
-    /// Whether both buffers are within [`LIMIT`], so that every span's offsets are right: a
-    /// build checks it once at its end (its spans are made with `as u32`, and a table past
-    /// the limit is refused whole).
+    /// Whether every span holds its offsets and lengths whole: a build checks it once, at
+    /// its end, and refuses the table if not (a table past [`LIMIT`]).
     pub fn fits(&self) -> bool {
-        self.within(LIMIT, 0, 0)
+        !self.overflowed
     }
 
-    /// Whether `text` more bytes and `kvs` more ids would keep both buffers within `limit`.
-    fn within(&self, limit: usize, text: usize, kvs: usize) -> bool {
-        (self.text.len().checked_add(text)).is_some_and(|t| t <= limit)
-            && (self.kvs.len().checked_add(kvs)).is_some_and(|k| k <= limit)
+    /// Whether `text` more bytes and `kvs` more ids would keep both buffers within the limit.
+    fn within(&self, text: usize, kvs: usize) -> bool {
+        (self.text.len().checked_add(text)).is_some_and(|t| t <= self.limit)
+            && (self.kvs.len().checked_add(kvs)).is_some_and(|k| k <= self.limit)
     }
 
-    /// Whether a record of `text` more bytes and up to `kvs` more ids fits within [`LIMIT`],
+    /// Whether a record of `text` more bytes and up to `kvs` more ids fits within the limit,
     /// the buffers compacted first if they would not and hold dead bytes or ids: an update's
     /// check before it records a host.
     pub fn make_room(&mut self, text: usize, kvs: usize) -> bool {
-        self.make_room_within(LIMIT, text, kvs)
-    }
-
-    /// [`Records::make_room`] under `limit` (a small one in tests).
-    fn make_room_within(&mut self, limit: usize, text: usize, kvs: usize) -> bool {
-        if !self.within(limit, text, kvs) && self.dead_text + self.dead_kvs > 0 {
+        if !self.within(text, kvs) && self.dead_text + self.dead_kvs > 0 {
             self.compact();
         }
-        self.within(limit, text, kvs)
+        self.within(text, kvs)
     }
 
     /// Every slot's ids in slot order, each slot's `(slot, ids)`, read straight through the
@@ -152,9 +175,9 @@ impl Records {
     /// [`Records::start`] with an address already pushed: the `len` bytes at `at`.
     pub fn start_at(&mut self, s: u32, at: usize, len: usize) -> &mut Vec<u32> {
         let span = Span {
-            text: at as u32,
-            kvs: self.kvs.len() as u32,
-            text_len: len as u32,
+            text: self.offset(at),
+            kvs: self.offset(self.kvs.len()),
+            text_len: self.offset(len),
             kvs_len: 0,
         };
         match self.spans.get_mut(s as usize) {
@@ -189,6 +212,8 @@ impl Records {
             });
             (text_at, kvs_at) = (t, k);
         }
+        // The last ends are the largest: every offset and length is at most those.
+        self.offset(text_at.max(kvs_at));
         Ok(pushed)
     }
 
@@ -200,16 +225,15 @@ impl Records {
         if dedup {
             return self.seal_deduped(s);
         }
-        let span = &mut self.spans[s as usize];
-        span.kvs_len = (self.kvs.len() - span.kvs as usize) as u32;
+        let len = self.kvs.len() - self.spans[s as usize].kvs as usize;
+        self.spans[s as usize].kvs_len = self.offset(len);
     }
 
     /// [`Records::seal`] with `dedup`: out of line, where it does not weigh on every host of
     /// a build without (37 instructions a seal of MOSN's scheme).
     #[inline(never)]
     fn seal_deduped(&mut self, s: u32) {
-        let span = &mut self.spans[s as usize];
-        let start = span.kvs as usize;
+        let start = self.spans[s as usize].kvs as usize;
         let tail = &mut self.kvs[start..];
         tail.sort_unstable();
         let mut kept = 0;
@@ -219,7 +243,7 @@ impl Records {
                 kept += 1;
             }
         }
-        span.kvs_len = kept as u32;
+        self.spans[s as usize].kvs_len = self.offset(kept);
         self.kvs.truncate(start + kept);
     }
 
@@ -236,7 +260,7 @@ impl Records {
     fn compact(&mut self) {
         let mut text = String::with_capacity(self.text.len() - self.dead_text);
         let mut kvs = Vec::with_capacity(self.kvs.len() - self.dead_kvs);
-        // Live records fit: each buffer is within `LIMIT` already, and loses its dead part.
+        // Live records fit: each buffer is within the limit already, and loses its dead part.
         for span in &mut self.spans {
             let (address, ids) = (span.address(), span.kvs());
             span.text = text.len() as u32;
@@ -298,27 +322,57 @@ mod tests {
     /// refused when the live ones alone pass the limit.
     #[test]
     fn room_past_the_limit_is_made_by_compacting_or_refused() {
-        let mut records = Records::default();
+        let mut records = Records::with_limit(40);
         for s in 0..4u32 {
             records.start(s, "http://a").extend([s, s + 1]);
             records.seal(s, false);
         }
         // 32 bytes and 8 ids, all live.
-        assert!(records.make_room_within(40, 8, 2));
-        assert!(!records.make_room_within(40, 9, 2));
-        assert!(!records.make_room_within(40, 8, 33));
+        assert!(records.make_room(8, 2));
+        assert!(!records.make_room(9, 2));
+        assert!(!records.make_room(8, 33));
         assert_eq!(records.text.len(), 32);
         records.remove(1);
         // 8 bytes and 2 ids dead, kept (a quarter of each buffer): room made by dropping them.
         assert_eq!((records.text.len(), records.kvs.len()), (32, 8));
-        assert!(records.make_room_within(40, 16, 2));
+        assert!(records.make_room(16, 2));
         assert_eq!((records.text.len(), records.kvs.len()), (24, 6));
-        assert!(!records.make_room_within(40, 17, 2));
-        assert!(!records.make_room_within(40, 0, usize::MAX));
+        assert!(!records.make_room(17, 2));
+        assert!(!records.make_room(0, usize::MAX));
         assert_eq!(
             (records.address(2), records.kvs(2)),
             ("http://a", &[2, 3][..])
         );
         assert!(records.fits());
+    }
+
+    /// A build's records past the limit, one by one or all at once, do not fit.
+    #[test]
+    fn records_past_the_limit_do_not_fit() {
+        let mut records = Records::with_limit(20);
+        for s in 0..3u32 {
+            records.start(s, "http://a").push(s);
+            records.seal(s, false);
+        }
+        // The third starts at 16, within the limit, and ends past it: its span is whole.
+        assert!(records.fits());
+        records.start(3, "http://a");
+        assert!(!records.fits());
+        let mut records = Records::with_limit(20);
+        records.start(0, "http://a").extend(0..21);
+        records.seal(0, false);
+        assert!(!records.fits());
+        let mut records = Records::with_limit(20);
+        let at = records.push_text("http://ahttp://bhttp://c");
+        let ends = [8, 16, 24].into_iter();
+        let ids = |kvs: &mut Vec<u32>| {
+            kvs.extend([0, 1, 2]);
+            Ok::<_, ()>(())
+        };
+        assert_eq!(
+            records.push_all(at, ends, [1, 2, 3].into_iter(), ids),
+            Ok(())
+        );
+        assert!(!records.fits());
     }
 }
