@@ -552,6 +552,12 @@ impl SubsetLb {
 /// [`Index::bitset_at`] of a sparse list.
 const NO_BITSET: u32 = u32::MAX;
 
+/// [`Index::place`] in `bitset_at`, for a caller that holds other fields of the index: ids
+/// past the places are sparse.
+fn place_in(bitset_at: &[u32], kv: u32) -> u32 {
+    bitset_at.get(kv as usize).copied().unwrap_or(NO_BITSET)
+}
+
 /// The inverted index: per key=value id, the slots carrying it, as an ascending list (one flat
 /// array for all) when they are few, else as a bitset over all slots.
 struct Index {
@@ -615,7 +621,7 @@ impl Index {
         let fill = &mut self.starts;
         for (s, kvs) in lb.records.built_kvs() {
             for &kv in kvs {
-                match bitset_at.get(kv as usize).copied().unwrap_or(NO_BITSET) {
+                match place_in(bitset_at, kv) {
                     NO_BITSET => {
                         self.slots[fill[kv as usize] as usize] = s;
                         fill[kv as usize] += 1;
@@ -742,10 +748,7 @@ impl Index {
 
     /// The place of `kv`'s bitset in `bitsets`, [`NO_BITSET`] if it has none.
     fn place(&self, kv: u32) -> u32 {
-        self.bitset_at
-            .get(kv as usize)
-            .copied()
-            .unwrap_or(NO_BITSET)
+        place_in(&self.bitset_at, kv)
     }
 
     /// The bitset of the slots carrying `kv`, if they are many.
