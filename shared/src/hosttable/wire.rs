@@ -343,13 +343,10 @@ impl<'a> Dictionary<'a> {
         if ids.len() != pairs.len() {
             return Err(HostTableError::Malformed);
         }
-        // Keys named by pairs, marked as the pairs are read: named by a pair, a key is named
-        // by a label once every pair is. In place of a pass of their own over the pairs' keys.
-        let mut named = vec![false; self.wire.keys.len()];
-        let entry = |(k, &id): (&rkyv::Archived<u32>, &u32)| {
-            let key = k.to_native();
-            named[key as usize] = true;
-            Entry { key, id, count: 0 }
+        let entry = |(k, &id): (&rkyv::Archived<u32>, &u32)| Entry {
+            key: k.to_native(),
+            id,
+            count: 0,
         };
         let mut entries: Vec<Entry> = pairs.iter().zip(ids).map(entry).collect();
         let base = out.len();
@@ -378,7 +375,7 @@ impl<'a> Dictionary<'a> {
             unnamed |= entry.count == 0;
             counts[entry.id as usize + 1] += entry.count;
         }
-        if !fine || unnamed || !named.iter().all(|&n| n) {
+        if !fine || unnamed || !self.keys_named() {
             return Err(self.refusal());
         }
         Ok(counts)
