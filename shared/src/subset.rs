@@ -497,7 +497,10 @@ impl SubsetLb {
 /// Why the build refused a table: errors are rare, so the build's own pass stays lean and
 /// validation names the rule.
 fn refusal<H: HostView>(hosts: &[H], config: &SubsetConfig) -> SubsetError {
-    match hosttable::validate_hosts(hosts).and_then(|()| hosttable::validate_config(config)) {
+    let valid = hosttable::validate_hosts(hosts)
+        .and_then(|()| hosttable::validate_config(config))
+        .and_then(|()| hosttable::validate_lists(hosts, config));
+    match valid {
         Err(e) => e.into(),
         // The build refuses only what validation refuses, and tables past what its records
         // address.
@@ -507,7 +510,7 @@ fn refusal<H: HostView>(hosts: &[H], config: &SubsetConfig) -> SubsetError {
 
 /// The items of a label value that `list_as_any` reads as a list: split at commas, spaces
 /// around each item trimmed, empty items dropped (`"a, b,"` is `a` and `b`).
-fn list_items(value: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn list_items(value: &str) -> impl Iterator<Item = &str> {
     value
         .split(',')
         .map(str::trim)

@@ -1,7 +1,7 @@
 //! The rules of [`HostTable::validate`](crate::HostTable::validate), and of archived tables:
 //! there, maps must also be strictly ascending by key, as a `BTreeMap` is.
 
-use alloc::{collections::BTreeMap, format, string::String};
+use alloc::{collections::BTreeMap, format, string::String, vec, vec::Vec};
 use core::ops::ControlFlow;
 
 use hashbrown::HashMap;
@@ -31,10 +31,81 @@ pub const MAX_SELECTORS: usize = 64;
 pub const MAX_SELECTOR_KEYS: usize = crate::subset::METADATA_CAPACITY;
 /// Most metadata fallbacks.
 pub const MAX_METADATA_FALLBACKS: usize = 8;
+/// Most subsets of one selector a host may join with `list_as_any`: the product, over the
+/// selector's keys, of the distinct items the host lists under each. One list holds no more
+/// (a value of [`MAX_VALUE_LEN`] bytes lists at most half as many items), so a host joins at
+/// most as many subsets as its labels list items, times the selectors; but lists under several
+/// keys of one selector multiply (eight of 128 items: 2^56 subsets for one host).
+pub const MAX_LIST_COMBINATIONS: usize = MAX_VALUE_LEN / 2;
 
 pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
     hosts(&table.hosts)?;
-    config(&table.subset)
+    config(&table.subset)?;
+    lists(&table.hosts, &table.subset)
+}
+
+/// With `list_as_any`, checks [`list_combinations`] for each host.
+pub(crate) fn lists<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
+    if !config.list_as_any {
+        return Ok(());
+    }
+    // Each selector's keys as positions among all selectors' keys, for a host's labels to be
+    // counted in one visit.
+    let mut keys: BTreeMap<&str, usize> = BTreeMap::new();
+    let selectors: Vec<Vec<usize>> = (config.selectors.iter())
+        .map(|s| s.keys.iter().map(|k| position(&mut keys, k)).collect())
+        .collect();
+    let mut items = vec![0; keys.len()];
+    for (index, host) in hosts.iter().enumerate() {
+        items.fill(0);
+        host.visit_labels(|k, v| {
+            if let Some(&i) = keys.get(k) {
+                items[i] = distinct_items(v);
+            }
+            ControlFlow::<()>::Continue(())
+        });
+        list_combinations(index, selectors.iter().map(|s| s.iter()), |&i| items[i])?;
+    }
+    Ok(())
+}
+
+/// `key`'s position in `keys`, added at the end if new.
+fn position<'a>(keys: &mut BTreeMap<&'a str, usize>, key: &'a str) -> usize {
+    let next = keys.len();
+    *keys.entry(key).or_insert(next)
+}
+
+/// Checks that the host at `index` joins at most [`MAX_LIST_COMBINATIONS`] subsets of each
+/// selector (`selectors`, each its keys) with `list_as_any`, where it lists `items(key)`
+/// distinct items under each key.
+pub(crate) fn list_combinations<K, S: Iterator<Item = K>>(
+    index: usize,
+    selectors: impl Iterator<Item = S>,
+    items: impl Fn(K) -> u64,
+) -> Result<(), HostTableError> {
+    for (selector, keys) in selectors.enumerate() {
+        // 128^8 at most (see `MAX_LIST_COMBINATIONS`): saturating only on a 32-bit count.
+        let count = keys.map(&items).fold(1, u64::saturating_mul);
+        if count > MAX_LIST_COMBINATIONS as u64 {
+            return Err(HostTableError::TooManyListCombinations {
+                index,
+                selector,
+                count,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The distinct items `value` lists, as `list_as_any` reads it.
+pub(crate) fn distinct_items(value: &str) -> u64 {
+    if !value.contains(',') {
+        return u64::from(crate::subset::list_items(value).next().is_some());
+    }
+    let mut items: Vec<&str> = crate::subset::list_items(value).collect();
+    items.sort_unstable();
+    items.dedup();
+    items.len() as u64
 }
 
 /// Checks every host and that no address repeats.

@@ -67,8 +67,11 @@ impl SubsetLb {
 
     /// What each upsert will do, once every removed address is known and the hosts fit.
     fn plan(&self, delta: &HostDelta) -> Result<Vec<Step>, SubsetError> {
+        // What the removals free of the records: the upserts are recorded after them.
+        let mut freed = (0, 0);
         for address in &delta.removed {
-            self.known(address)?;
+            let s = self.known(address)?;
+            freed = (freed.0 + address.len(), freed.1 + self.records.kvs(s).len());
         }
         let routing = self.routing_keys();
         let steps: Vec<Step> = delta
@@ -83,6 +86,20 @@ impl SubsetLb {
         let added = steps.iter().filter(|s| matches!(s, Step::Add)).count();
         if self.len() - delta.removed.len() + added > MAX_HOSTS {
             return Err(SubsetError::Full);
+        }
+        // What `add` checks of a host against the index, for each host it will record (a
+        // relabelled host's old record not counted as freed: it goes only as the host is
+        // recorded again, so the records may peak before it).
+        let (mut text, mut ids) = (0, 0);
+        for (index, (host, step)) in delta.upserts.iter().zip(&steps).enumerate() {
+            if matches!(step, Step::Add | Step::Relabel) {
+                self.lists_allow(index, host)?;
+                text += host.address.len();
+                ids = usize::saturating_add(ids, self.id_count(host));
+            }
+        }
+        if !self.records.room_for((text, ids), freed) {
+            return Err(SubsetError::TooLarge);
         }
         Ok(steps)
     }

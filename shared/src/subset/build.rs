@@ -17,11 +17,11 @@ use super::subsets::Subsets;
 use super::table::Table;
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
 use crate::hosttable::{
-    Dictionary, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, scan_addresses,
-    validate_config, weight_fits,
+    Dictionary, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, list_combinations,
+    scan_addresses, validate_config, weight_fits,
 };
 use crate::origin::Scanned;
-use crate::{Host, SubsetConfig};
+use crate::{Host, MAX_LABELS, SubsetConfig};
 
 mod chain;
 #[cfg(test)]
@@ -73,7 +73,7 @@ pub(super) fn build<H: HostView>(
             return Err(());
         }
         let s = lb.push_slot_only(host.weight(), host.healthy());
-        if !lb.record(s, host) && checks == Checks::All {
+        if !lb.record(s, host) && checks == Checks::All || !lb.lists_fit(s) {
             return Err(());
         }
     }
@@ -108,6 +108,9 @@ pub(super) fn build_columns(
             let kvs = lb.records.start_at(s as u32, at, host.address().len());
             pairs.extend(kvs, host.labels);
             lb.records.seal(s as u32, true);
+            if !lb.lists_fit(s as u32) {
+                return Err(());
+            }
         }
         None
     } else {
@@ -444,6 +447,32 @@ impl SubsetLb {
         // mispredicts in MOSN's scheme, and the scan for repeats ~20 instructions a host.
         self.records.seal(s, list_as_any);
         fit
+    }
+
+    /// Whether the host of slot `s` joins few enough subsets of each selector with
+    /// `list_as_any` (see [`list_combinations`]), by its recorded ids: distinct, each listed
+    /// item one. True without `list_as_any`, where a host joins at most one a selector.
+    fn lists_fit(&self, s: u32) -> bool {
+        if !self.options.list_as_any {
+            return true;
+        }
+        // Ids counted by key; a host with more keys than it may have is refused either way.
+        let mut keys = [(0u32, 0u64); MAX_LABELS];
+        let mut n = 0;
+        for &kv in self.records.kvs(s) {
+            let key = self.interner.kv_key(kv);
+            match keys[..n].iter_mut().find(|(k, _)| *k == key) {
+                Some((_, count)) => *count += 1,
+                None if n == MAX_LABELS => return false,
+                None => {
+                    keys[n] = (key, 1);
+                    n += 1;
+                }
+            }
+        }
+        let items = |key: &u32| keys[..n].iter().find(|(k, _)| k == key).map_or(0, |c| c.1);
+        let selectors = self.selectors.iter().map(|s| s.keys.iter());
+        list_combinations(s as usize, selectors, items).is_ok()
     }
 
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets

@@ -122,8 +122,29 @@ impl Records {
 
     /// Whether `text` more bytes and `kvs` more ids would keep both buffers within the limit.
     fn within(&self, text: usize, kvs: usize) -> bool {
-        (self.text.len().checked_add(text)).is_some_and(|t| t <= self.limit)
-            && (self.kvs.len().checked_add(kvs)).is_some_and(|k| k <= self.limit)
+        self.under_limit((self.text.len(), self.kvs.len()), text, kvs)
+    }
+
+    /// Whether records of `added` (bytes, ids) in all would fit once records of `freed` were
+    /// removed and the buffers lost their dead parts, as [`Records::make_room`] makes them:
+    /// the check of a whole table change before any of it is applied.
+    pub fn room_for(&self, (text, kvs): (usize, usize), freed: (usize, usize)) -> bool {
+        let live = (
+            self.text.len() - self.dead_text - freed.0,
+            self.kvs.len() - self.dead_kvs - freed.1,
+        );
+        self.under_limit(live, text, kvs)
+    }
+
+    fn under_limit(&self, (text_len, kvs_len): (usize, usize), text: usize, kvs: usize) -> bool {
+        (text_len.checked_add(text)).is_some_and(|t| t <= self.limit)
+            && (kvs_len.checked_add(kvs)).is_some_and(|k| k <= self.limit)
+    }
+
+    /// Lowers the limit, for a test of what passes it.
+    #[cfg(test)]
+    pub fn set_limit(&mut self, limit: usize) {
+        self.limit = limit;
     }
 
     /// Whether a record of `text` more bytes and up to `kvs` more ids fits within the limit,
@@ -335,6 +356,8 @@ mod tests {
         records.remove(1);
         // 8 bytes and 2 ids dead, kept (a quarter of each buffer): room made by dropping them.
         assert_eq!((records.text.len(), records.kvs.len()), (32, 8));
+        assert!(records.room_for((16, 2), (0, 0)) && !records.room_for((17, 2), (0, 0)));
+        assert!(records.room_for((24, 2), (8, 2)) && !records.room_for((16, 37), (8, 2)));
         assert!(records.make_room(16, 2));
         assert_eq!((records.text.len(), records.kvs.len()), (24, 6));
         assert!(!records.make_room(17, 2));

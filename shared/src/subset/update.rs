@@ -5,7 +5,7 @@ use alloc::{vec, vec::Vec};
 use super::pickset::{Members, PickSet, Pool, SetRef};
 use super::table::{Hit, array_kv};
 use super::{HostId, SubsetError, SubsetLb, list_items};
-use crate::hosttable::{MAX_HOSTS, validate_host};
+use crate::hosttable::{MAX_HOSTS, distinct_items, list_combinations, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
 impl SubsetLb {
@@ -17,17 +17,17 @@ impl SubsetLb {
 
     pub(super) fn add(&mut self, host: &Host) -> Result<HostId, SubsetError> {
         validate_host(self.len(), host)?;
+        self.lists_allow(self.len(), host)?;
         if self.find_address(&host.address).is_some() {
             return Err(SubsetError::DuplicateAddress(host.address.clone()));
         }
         if self.len() >= MAX_HOSTS {
             return Err(SubsetError::Full);
         }
-        let ids = match self.options.list_as_any {
-            true => host.labels.values().map(|v| list_items(v).count()).sum(),
-            false => host.labels.len(),
-        };
-        if !self.records.make_room(host.address.len(), ids) {
+        if !self
+            .records
+            .make_room(host.address.len(), self.id_count(host))
+        {
             return Err(SubsetError::TooLarge);
         }
         let s = self.push_slot(host);
@@ -38,6 +38,29 @@ impl SubsetLb {
             set.add(s, &self.slots);
         }
         Ok(self.id(s))
+    }
+
+    /// With `list_as_any`, checks that `host` (at `index`, as the error names it) joins few
+    /// enough subsets of each selector: [`MAX_LIST_COMBINATIONS`](crate::MAX_LIST_COMBINATIONS).
+    pub(super) fn lists_allow(&self, index: usize, host: &Host) -> Result<(), HostTableError> {
+        if !self.options.list_as_any {
+            return Ok(());
+        }
+        let selectors = self.selectors.iter().map(|s| s.keys.iter());
+        let items = |&key: &u32| {
+            let value = host.labels.get(self.interner.key_text(key));
+            value.map_or(0, |v| distinct_items(v))
+        };
+        list_combinations(index, selectors, items)
+    }
+
+    /// The ids `host`'s record holds at most: one per label, or per list item with
+    /// `list_as_any`.
+    pub(super) fn id_count(&self, host: &Host) -> usize {
+        match self.options.list_as_any {
+            true => host.labels.values().map(|v| list_items(v).count()).sum(),
+            false => host.labels.len(),
+        }
     }
 
     /// Removes the host with `address`; subsets left without hosts are dropped.

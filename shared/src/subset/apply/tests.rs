@@ -193,6 +193,43 @@ fn a_refused_delta_changes_nothing() {
     }
 }
 
+/// Refusals only a host's own record shows, checked for every upsert before the removals.
+#[test]
+fn a_delta_past_what_the_index_holds_is_refused_whole() {
+    let mut old = zones();
+    old.subset.list_as_any = true;
+    old.subset
+        .selectors
+        .push(SubsetSelector::new(["zone", "v"]));
+    let mut lb = SubsetLb::build(&old).unwrap();
+    let before = snapshot(&mut lb);
+    let list = |n: usize| (0..n).map(|i| std::format!("{i}")).collect::<Vec<_>>();
+    let wide = Host::new("http://10.0.0.9:8080")
+        .with_label("zone", list(12).join(","))
+        .with_label("v", list(11).join(","));
+    let mut delta = HostDelta {
+        from: 1,
+        version: 2,
+        upserts: vec![Host::new("http://10.0.0.8:8080"), wide],
+        removed: vec!["http://10.0.0.0:8080".into()],
+    };
+    let refused = HostTableError::TooManyListCombinations {
+        index: 1,
+        selector: 1,
+        count: 132,
+    };
+    assert_eq!(lb.apply(&delta), Err(SubsetError::Table(refused)));
+    assert_eq!(snapshot(&mut lb), before);
+    // Addresses past what the records hold (the limit lowered to 10 bytes over the six
+    // addresses): one removed makes room for one added, not two.
+    delta.upserts[1] = Host::new("http://10.0.0.7:8080");
+    lb.records.set_limit(6 * 20 + 10);
+    assert_eq!(lb.apply(&delta), Err(SubsetError::TooLarge));
+    assert_eq!(snapshot(&mut lb), before);
+    delta.upserts.pop();
+    assert_eq!(lb.apply(&delta).map(|a| a.added), Ok(1));
+}
+
 #[test]
 fn an_empty_delta_moves_only_the_version() {
     let old = zones();

@@ -8,7 +8,9 @@ use std::vec::Vec;
 use std::{format, vec};
 
 use super::super::*;
-use crate::{Host, HostTable, LbPolicy, SubsetConfig, SubsetSelector};
+use crate::{
+    Host, HostTable, HostTableError, LbPolicy, MAX_LIST_COMBINATIONS, SubsetConfig, SubsetSelector,
+};
 
 /// Hosts `http://h{i}` with the given labels ("k=v,k=v").
 fn table(hosts: &[&str], config: SubsetConfig) -> HostTable {
@@ -90,6 +92,25 @@ fn subset_hit_picks_only_its_hosts() {
         (set(&["h1"]), Some(Fallback::None))
     );
     assert_eq!(lb.stats().subsets_active, 2 + 3);
+}
+
+#[test]
+fn stats_count_each_selection_and_how_it_was_served() {
+    let mut lb = SubsetLb::build(&table(&HOSTS, config(FallbackPolicy::AnyEndpoint))).unwrap();
+    picks(&mut lb, &[("zone", "a")], 7);
+    picks(&mut lb, &[("zone", "c")], 5);
+    let md = md(&lb, &[("zone", "b")]);
+    let first = lb.select(&md, 1).unwrap();
+    assert_eq!(lb.select_retry(&md, 2, first.host), None);
+    let s = lb.stats();
+    let counts = (
+        s.selections,
+        s.subset_hits,
+        s.fallbacks,
+        s.panics,
+        s.no_host,
+    );
+    assert_eq!(counts, (14, 9, 5, 0, 1));
 }
 
 #[test]
@@ -428,6 +449,54 @@ fn list_as_any_puts_a_host_in_each_listed_subset() {
         assert_eq!(picks(&mut lb, &[("zone", absent)], 5).0, BTreeSet::new());
     }
     assert_eq!(lb.stats().subsets_active, 3);
+}
+
+/// `n` distinct items (repeats of each too, which count once), as a `list_as_any` value.
+fn items(prefix: &str, n: usize) -> String {
+    let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+    format!("{},{}", items.join(","), items.join(" , "))
+}
+
+#[test]
+fn list_as_any_refuses_a_host_whose_lists_multiply_past_the_limit() {
+    let mut config = config(FallbackPolicy::NoFallback);
+    config.list_as_any = true;
+    // Selector 1 is zone x v: 16 x 8 items make 128 subsets, at the limit.
+    let mut t = table(&["zone=a", ""], config);
+    t.hosts[1].labels.insert("zone".into(), items("z", 16));
+    t.hosts[1].labels.insert("v".into(), items("v", 8));
+    assert_eq!(MAX_LIST_COMBINATIONS, 128);
+    let mut lb = SubsetLb::build(&t).unwrap();
+    assert_eq!(lb.stats().subsets_active, 1 + 16 + 16 * 8);
+    assert_eq!(SubsetLb::decode(&t.encode().unwrap()).unwrap().len(), 2);
+    // A 17th zone makes 136, for the build, the decoders and validation alike.
+    t.hosts[1].labels.insert("zone".into(), items("z", 17));
+    let refused = HostTableError::TooManyListCombinations {
+        index: 1,
+        selector: 1,
+        count: 136,
+    };
+    assert_eq!(t.validate(), Err(refused.clone()));
+    let bytes = t.encode_unchecked();
+    assert_eq!(HostTable::decode(&bytes), Err(refused.clone()));
+    let refused = Err(SubsetError::Table(refused));
+    assert_eq!(SubsetLb::decode(&bytes).map(|lb| lb.len()), refused);
+    assert_eq!(SubsetLb::build(&t).map(|lb| lb.len()), refused);
+    assert_eq!(SubsetLb::build_validated(&t).map(|lb| lb.len()), refused);
+    // An added host is refused likewise, the index unchanged.
+    let host = Host::new("http://n")
+        .with_label("zone", items("z", 17))
+        .with_label("v", items("v", 8));
+    let refused = HostTableError::TooManyListCombinations {
+        index: 2,
+        selector: 1,
+        count: 136,
+    };
+    assert_eq!(lb.add_host(host), Err(SubsetError::Table(refused)));
+    assert_eq!((lb.len(), lb.stats().subsets_active), (2, 1 + 16 + 16 * 8));
+    // Without `list_as_any` each value is one.
+    t.subset.list_as_any = false;
+    assert_eq!(SubsetLb::build(&t).unwrap().stats().subsets_active, 3);
 }
 
 #[test]
