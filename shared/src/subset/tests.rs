@@ -4,15 +4,17 @@ extern crate std;
 mod options;
 mod reference;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::format;
 use std::string::{String, ToString};
+use std::vec;
 use std::vec::Vec;
 
 use proptest::prelude::*;
 
 use super::*;
 use crate::{Host, HostTable, LbPolicy, SubsetConfig, SubsetSelector};
+use pickset::Pool;
 use reference::{Reference, Request};
 
 /// Addresses the index picks for zone `zone` over many requests.
@@ -252,7 +254,8 @@ pub(super) fn metadata(lb: &SubsetLb, request: &Request) -> Metadata {
 }
 
 /// The index and the reference agree on every request: same fallback, same panic, a host the
-/// reference allows; the retry too; and on the number of active subsets.
+/// reference allows; the retry too; on the number of active subsets, and on each one's hosts
+/// (those of `single_host_per_subset` aside, which keep one).
 pub(super) fn agree(
     lb: &mut SubsetLb,
     hosts: &[Host],
@@ -263,8 +266,24 @@ pub(super) fn agree(
         config,
         hosts: hosts.iter().collect(),
     };
-    let active = reference.active_subsets().len() as u64;
-    assert_eq!(lb.stats().subsets_active, active, "active subsets");
+    let active = reference.active_subsets();
+    assert_eq!(
+        lb.stats().subsets_active,
+        active.len() as u64,
+        "active subsets"
+    );
+    for subset in &active {
+        if reference
+            .selector_for(subset)
+            .is_some_and(|s| s.single_host_per_subset)
+        {
+            continue;
+        }
+        let hosts = reference.members(subset).into_iter();
+        let hosts: BTreeSet<String> = hosts.map(|h| h.address.clone()).collect();
+        let md = metadata(lb, subset);
+        assert_eq!(subset_hosts(lb, &md), Some(hosts), "subset {subset:?}");
+    }
     // Every host is found by its address, by binary search or hash table.
     for h in hosts {
         let id = lb.host_id(&h.address).expect("a host of the table");
@@ -287,6 +306,20 @@ pub(super) fn agree(
         }
         lb.release(chosen.host);
     }
+}
+
+/// The addresses of the live hosts of `md`'s subset, as the index holds them.
+fn subset_hosts(lb: &SubsetLb, md: &Metadata) -> Option<BTreeSet<String>> {
+    let slots = match lb.find_subset(md)?.get() {
+        Pool::Set(i) => lb.sets[i as usize].live_members(&lb.slots, &lb.chains),
+        Pool::One(s) => vec![s],
+    };
+    Some(
+        slots
+            .into_iter()
+            .map(|s| lb.records.address(s).into())
+            .collect(),
+    )
 }
 
 fn check(

@@ -47,12 +47,12 @@ impl Reference<'_> {
             .all(|(k, v)| self.values(host, k).contains(&v.as_str()))
     }
 
-    fn members(&self, pairs: &Request) -> Vec<&Host> {
+    pub fn members(&self, pairs: &Request) -> Vec<&Host> {
         let hosts = self.hosts.iter().copied();
         hosts.filter(|h| self.matches(h, pairs)).collect()
     }
 
-    fn selector_for(&self, md: &Request) -> Option<&crate::SubsetSelector> {
+    pub fn selector_for(&self, md: &Request) -> Option<&crate::SubsetSelector> {
         let keys: BTreeSet<&String> = md.keys().collect();
         self.config
             .selectors
