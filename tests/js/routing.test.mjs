@@ -331,17 +331,19 @@ function tomlTable(bOrigin) {
 }
 
 // Serves the daemon's /v1/hosts as is; once `corrupt` is set, a damaged table with a new ETag;
+// while `dropConditional` is set, the whole table each time (as a proxy dropping If-None-Match);
 // once `corruptDeltas` is set, each delta damaged (cut short); while `stall` is set, a table or
 // delta's headers and half its body, then nothing more (until the test ends). Counts the
 // requests it serves.
 async function faultProxy(daemonUrl) {
-  const state = { corrupt: false, corruptDeltas: false, stall: false, requests: 0 };
+  const state = { corrupt: false, corruptDeltas: false, dropConditional: false, stall: false, requests: 0 };
   const stalled = [];
   const server = createServer(async (req, res) => {
     state.requests++;
     const headers = { authorization: req.headers.authorization ?? "" };
     if (req.headers.accept) headers.accept = req.headers.accept;
-    if (req.headers["if-none-match"] && !state.corrupt) headers["if-none-match"] = req.headers["if-none-match"];
+    const conditional = !state.corrupt && !state.dropConditional;
+    if (req.headers["if-none-match"] && conditional) headers["if-none-match"] = req.headers["if-none-match"];
     let upstream;
     try {
       upstream = await fetch(daemonUrl + req.url, { headers });
@@ -396,10 +398,12 @@ async function daemonServing(table) {
 const fromDaemon = (proxy, vars) =>
   worker({ HOST_TABLE: "daemon", HOST_TABLE_REFRESH_MS: "0", DAEMON_URL: proxy.url, DAEMON_SECRET: SECRET, ...vars });
 
-async function deltasServed(daemonUrl) {
+async function metric(daemonUrl, name) {
   const metrics = await (await fetch(`${daemonUrl}/metrics`)).text();
-  return Number(/^edgewise_hosts_deltas_served_total (\d+)$/m.exec(metrics)?.[1]);
+  return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(metrics)?.[1]);
 }
+const deltasServed = (daemonUrl) => metric(daemonUrl, "edgewise_hosts_deltas_served_total");
+const hostsVersion = (daemonUrl) => metric(daemonUrl, "edgewise_hosts_version");
 
 test("the daemon's table: fetched, updated at runtime by deltas, kept when malformed or unreachable", async () => {
   const { daemon, proxy, write } = await daemonServing(tomlTable("b1"));
@@ -441,18 +445,51 @@ test("the daemon's table: fetched, updated at runtime by deltas, kept when malfo
   });
   assert.equal(await deltasServed(daemon.url), 3);
 
-  // A damaged table is refused: the worker keeps routing by the one it has.
+  // A damaged table is refused: the worker keeps routing by the one it has, though the table
+  // damaged on its way moves zone b back to b1. Undamaged, it is followed.
+  const version = await hostsVersion(daemon.url);
   proxy.corrupt = true;
+  write(tomlTable("b1"));
+  await eventually(async () => (await hostsVersion(daemon.url)) !== version, {
+    what: "the daemon loading the new table",
+    every: 30,
+    within: 10_000,
+  });
+  const checks = proxy.requests;
   assert.deepEqual(only(await labels(mf, 4, zoneB)), ["c1"]);
+  assert.ok(proxy.requests >= checks + 4, "each request checked the daemon and got the damaged table");
   proxy.corrupt = false;
+  await eventually(async () => (await labels(mf, 1, zoneB))[0] === "b1", {
+    what: "the worker routing by the undamaged table",
+    every: 30,
+    within: 10_000,
+  });
 
   // So does an unreachable daemon.
   await daemon.kill();
-  assert.deepEqual(only(await labels(mf, 4, zoneB)), ["c1"]);
+  assert.deepEqual(only(await labels(mf, 4, zoneB)), ["b1"]);
 
   // A worker that never had a table cannot route: 503.
   const fresh = await fromDaemon(proxy, { HOST_TABLE_REFRESH_MS: "5000", DAEMON_TIMEOUT_MS: "300" });
   assert.deepEqual(only(await labels(fresh, 2, zoneB)), [503]);
+});
+
+test("a table checked on every request but unchanged is not rebuilt, even when sent whole", async () => {
+  const { proxy } = await daemonServing(tomlTable("b1"));
+  const mf = await fromDaemon(proxy);
+  const zoneA = { headers: { "x-edgewise-zone": "a" } };
+  // Round robin over zone a's two hosts starts at a random one in a new index: turns that
+  // alternate for 16 requests mean one index served them all (a rebuild per check would
+  // alternate with odds of 1 in 2^15).
+  const alternate = (seen) => seen.every((label, i) => i === 0 || label !== seen[i - 1]);
+  for (const dropConditional of [false, true]) {
+    proxy.dropConditional = dropConditional;
+    const checks = proxy.requests;
+    const seen = await labels(mf, 16, zoneA);
+    assert.deepEqual(only(seen), ["a1", "a2"]);
+    assert.ok(alternate(seen), `${seen} (If-None-Match dropped: ${dropConditional})`);
+    assert.ok(proxy.requests >= checks + 16, "each request checked the daemon");
+  }
 });
 
 test("a daemon stalling in the body costs a request the deadline, and checks go on after", async () => {

@@ -244,7 +244,7 @@ fn settle(
     policy: OutlierPolicy,
     check: u64,
 ) -> Result<(), Failure> {
-    let fetched = fetched.and_then(read);
+    let fetched = fetched.map(held_as_not_modified).and_then(read);
     LIVE.with(|l| {
         let mut slot = l.borrow_mut();
         let failed = match (fetched, slot.as_mut()) {
@@ -263,15 +263,6 @@ fn settle(
                 }
                 Err(why) => why,
             },
-            // The table held, sent whole (a proxy dropped `If-None-Match`). Only its ETag
-            // says so: a version can name other content than the held one's (a daemon refuses
-            // that only against the table it serves at the time).
-            (Ok(Update::Table(_, etag)), Some(live))
-                if live.etag.is_some() && live.etag == etag && !live.stale() =>
-            {
-                live.checked_at = now;
-                return Ok(());
-            }
             (Ok(Update::Table(lb, etag)), _) => {
                 console_log!(
                     "edgewise: routing by host table version {} ({} hosts, {} subsets)",
@@ -314,6 +305,23 @@ fn settle(
             }
         }
     })
+}
+
+/// The table held, sent whole (a proxy dropped `If-None-Match`), as the 304 it stands for: not
+/// decoded and indexed only to be dropped. Only its ETag says so: a version can name other
+/// content than the held one's (a daemon refuses that only against the table it serves at the
+/// time).
+fn held_as_not_modified(fetched: Fetched) -> Fetched {
+    let held = |etag: &Option<String>| {
+        LIVE.with(|l| match &*l.borrow() {
+            Some(live) => live.etag.is_some() && live.etag == *etag && !live.stale(),
+            None => false,
+        })
+    };
+    match fetched {
+        Fetched::Table { etag, .. } if held(&etag) => Fetched::NotModified,
+        other => other,
+    }
 }
 
 /// Decodes a fetched answer (the delta only as far as its own rules go: whether it fits the
