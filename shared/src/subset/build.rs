@@ -64,6 +64,7 @@ pub(super) fn build<H: HostView>(
         Checks::All => scan_addresses(hosts.iter().map(H::address)),
         Checks::IndexOnly => Scanned::default(),
     };
+    let lists = lb.options.list_as_any;
     for host in hosts {
         let valid = match checks {
             Checks::All => host_fits_but_labels(host, scanned.plain),
@@ -73,7 +74,7 @@ pub(super) fn build<H: HostView>(
             return Err(());
         }
         let s = lb.push_slot_only(host.weight(), host.healthy());
-        if !lb.record(s, host) && checks == Checks::All || !lb.lists_fit(s) {
+        if !lb.record(s, host) && checks == Checks::All || lists && !lb.lists_fit(s) {
             return Err(());
         }
     }
@@ -451,11 +452,8 @@ impl SubsetLb {
 
     /// Whether the host of slot `s` joins few enough subsets of each selector with
     /// `list_as_any` (see [`list_combinations`]), by its recorded ids: distinct, each listed
-    /// item one. True without `list_as_any`, where a host joins at most one a selector.
+    /// item one. Only with `list_as_any`: without, a host joins at most one a selector.
     fn lists_fit(&self, s: u32) -> bool {
-        if !self.options.list_as_any {
-            return true;
-        }
         // Ids counted by key; a host with more keys than it may have is refused either way.
         let mut keys = [(0u32, 0u64); MAX_LABELS];
         let mut n = 0;
