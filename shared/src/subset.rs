@@ -176,7 +176,8 @@ pub struct SubsetStats {
     pub subsets_removed: u64,
     /// Calls of `select` and `select_retry`.
     pub selections: u64,
-    /// Lookups that found the request's subset (Envoy's `lb_subsets_selected`).
+    /// Lookups that found the request's subset (Envoy's `lb_subsets_selected`): a selection
+    /// whose subset has no host to pick tries its metadata fallbacks, each a lookup of its own.
     pub subset_hits: u64,
     /// Hosts picked by the top-level fallback policy.
     pub fallbacks: u64,
