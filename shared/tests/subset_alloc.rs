@@ -77,8 +77,8 @@ fn lookups_allocate_nothing() {
 }
 
 /// With weights that differ, a set makes its prefix sums at its first weighted pick (one
-/// allocation, kept through later changes unless the set grows); lookups after that allocate
-/// nothing, also after a health change makes them again.
+/// allocation, kept through later changes; a set that grows makes room as it grows); lookups
+/// after that allocate nothing, also after a health change or a new host makes them again.
 #[test]
 fn lookups_over_uneven_weights_allocate_only_a_sets_first_sums() {
     let mut table = HostTable::default();
@@ -102,6 +102,15 @@ fn lookups_over_uneven_weights_allocate_only_a_sets_first_sums() {
         let mut lb = SubsetLb::build(&table).unwrap();
         lookups(&mut lb, &requests, 300);
         lb.set_healthy("http://10.1.0.3", false).unwrap();
+        // Sets and the table grow past their sums' room (in zone a, and the fallback's all).
+        for i in 0..700 {
+            let host = Host::new(format!("http://10.2.{}.{}", i / 250, i % 250));
+            lb.add_host(Host {
+                weight: 1 + i % 5,
+                ..host.with_label("zone", "a")
+            })
+            .unwrap();
+        }
         let before = allocations();
         lookups(&mut lb, &requests, 500);
         assert_eq!(allocations() - before, 0, "{policy:?}");

@@ -326,6 +326,12 @@ impl PickSet {
         }
         self.count_in(&slots[s as usize]);
         self.changed();
+        let count = if self.all {
+            slots.len()
+        } else {
+            self.members.len()
+        };
+        self.weights.make_room(count);
     }
 
     /// A member, its health or its weight changed: the weights' sums no longer hold, and the

@@ -17,8 +17,9 @@ pub(in crate::subset) struct Weights {
     pub min: u32,
     /// Per member, the weights of the eligible members up to it (live and healthy, or live
     /// in panic); empty until a pick needs them and after any change to the set's members,
-    /// their health or weights ([`Weights::changed`]). Clearing keeps the capacity: a set
-    /// allocates them once, unless it grows.
+    /// their health or weights ([`Weights::changed`]). Clearing keeps the capacity, and a
+    /// set that grows makes room as it does ([`Weights::make_room`]): a set's lookups allocate
+    /// them once.
     sums: Vec<u64>,
     /// The last sum of each [`BLOCK`] of `sums`: a search reads these (a few KiB, cached
     /// between picks) and then one block, instead of stepping through every level of `sums`
@@ -80,6 +81,17 @@ impl Weights {
     pub fn changed(&mut self) {
         self.sums.clear();
         self.blocks.clear();
+    }
+
+    /// Room for the sums of `members` members if a pick made them before: the pick that makes
+    /// them again, once the set has grown, then allocates nothing (the update does).
+    pub fn make_room(&mut self, members: usize) {
+        if self.sums.capacity() > 0 {
+            self.sums.reserve(members.saturating_sub(self.sums.len()));
+            let blocks = members.div_ceil(BLOCK);
+            self.blocks
+                .reserve(blocks.saturating_sub(self.blocks.len()));
+        }
     }
 
     /// The total of the sums, if made and not 0.
