@@ -44,13 +44,13 @@ pub use delta::{HOST_DELTA_MEDIA_TYPE, HostDelta};
 pub use error::HostTableError;
 pub(crate) use error::shown;
 pub use validate::{
-    MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_LIST_COMBINATIONS,
-    MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
+    MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_LIST_SUBSETS, MAX_METADATA_FALLBACKS,
+    MAX_SELECTOR_KEYS, MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
 pub(crate) use validate::{
-    address_fits, before, config as validate_config, distinct_items, host as validate_host,
-    host_fits_but_labels, hosts as validate_hosts, label_count_fits, label_fits, list_combinations,
-    lists as validate_lists, scan_addresses, weight_fits,
+    address_fits, before, check_list_subsets, config as validate_config, distinct_items,
+    host as validate_host, host_fits_but_labels, hosts as validate_hosts, label_count_fits,
+    label_fits, lists as validate_lists, scan_addresses, weight_fits,
 };
 pub(crate) use view::HostView;
 pub(crate) use wire::{Columns, Dictionary};

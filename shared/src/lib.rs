@@ -50,7 +50,7 @@ pub use headers::{
 pub use hosttable::{
     FallbackPolicy, HOST_DELTA_MEDIA_TYPE, HOST_TABLE_MEDIA_TYPE, Host, HostDelta, HostTable,
     HostTableError, LbPolicy, MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS,
-    MAX_LIST_COMBINATIONS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS, MAX_VALUE_LEN,
+    MAX_LIST_SUBSETS, MAX_METADATA_FALLBACKS, MAX_SELECTOR_KEYS, MAX_SELECTORS, MAX_VALUE_LEN,
     MAX_WEIGHT, SelectorFallback, SubsetConfig, SubsetSelector,
 };
 pub use origin::{Origin, Scheme};

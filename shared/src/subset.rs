@@ -257,8 +257,10 @@ impl SubsetLb {
     /// [`SubsetLb::build`] for a table that already passed [`HostTable::validate`] (as
     /// [`HostTable::decode`] returns them): the checks of each host's address and labels are
     /// not made again. What the index relies on (the host count, unique addresses, weights,
-    /// the configuration) is still checked, so a table that skipped validation still gets a
-    /// sound index, only with whatever addresses and labels it has.
+    /// the configuration, and with `list_as_any` the subsets a host's lists put it in:
+    /// [`MAX_LIST_SUBSETS`](crate::MAX_LIST_SUBSETS)) is still checked, so a table that
+    /// skipped validation still gets a sound index, only with whatever addresses and labels
+    /// it has.
     pub fn build_validated(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         SubsetLb::from_table(table, build::Checks::IndexOnly)
     }

@@ -96,18 +96,16 @@ pub enum HostTableError {
         count: usize,
     },
     /// With `list_as_any`, a host would join more than
-    /// [`MAX_LIST_COMBINATIONS`](crate::MAX_LIST_COMBINATIONS) subsets of one selector: the
-    /// items it lists under the selector's keys multiply.
+    /// [`MAX_LIST_SUBSETS`](crate::MAX_LIST_SUBSETS) subsets: the items it lists under a
+    /// selector's keys multiply.
     #[error(
-        "host {index}: its lists make {count} subsets of selector {selector} (list_as_any), at most {max}",
-        max = super::MAX_LIST_COMBINATIONS
+        "host {index}: its lists put it in {count} subsets (list_as_any), at most {max}",
+        max = super::MAX_LIST_SUBSETS
     )]
-    TooManyListCombinations {
+    TooManyListSubsets {
         /// Position of the host in the table, from 0.
         index: usize,
-        /// Position of the selector, from 0.
-        selector: usize,
-        /// The subsets its lists make.
+        /// The subsets its lists put it in, over all selectors.
         count: u64,
     },
     /// A label key (of a host, a selector, the default subset or a metadata fallback) is empty.

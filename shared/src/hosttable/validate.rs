@@ -31,12 +31,14 @@ pub const MAX_SELECTORS: usize = 64;
 pub const MAX_SELECTOR_KEYS: usize = crate::subset::METADATA_CAPACITY;
 /// Most metadata fallbacks.
 pub const MAX_METADATA_FALLBACKS: usize = 8;
-/// Most subsets of one selector a host may join with `list_as_any`: the product, over the
-/// selector's keys, of the distinct items the host lists under each. One list holds no more
-/// (a value of [`MAX_VALUE_LEN`] bytes lists at most half as many items), so a host joins at
-/// most as many subsets as its labels list items, times the selectors; but lists under several
-/// keys of one selector multiply (eight of 128 items: 2^56 subsets for one host).
-pub const MAX_LIST_COMBINATIONS: usize = MAX_VALUE_LEN / 2;
+/// Most subsets a host may join with `list_as_any`, over all selectors: for each selector, the
+/// product over its keys of the distinct items the host lists under each, summed. Without
+/// lists a host joins at most one subset a selector (at most [`MAX_SELECTORS`]); lists under
+/// several keys of a selector multiply (eight of 128 items, what a value of [`MAX_VALUE_LEN`]
+/// bytes holds: 2^56 subsets for one host). 1,024 lets a list of 128 items serve eight
+/// selectors, and keeps the index a table with lists makes within a small factor, per byte
+/// of table, of one without.
+pub const MAX_LIST_SUBSETS: usize = 1024;
 
 pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
     hosts(&table.hosts)?;
@@ -44,7 +46,7 @@ pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
     lists(&table.hosts, &table.subset)
 }
 
-/// With `list_as_any`, checks [`list_combinations`] for each host.
+/// With `list_as_any`, checks [`check_list_subsets`] for each host.
 pub(crate) fn lists<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
     if !config.list_as_any {
         return Ok(());
@@ -58,13 +60,16 @@ pub(crate) fn lists<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(
     let mut items = vec![0; keys.len()];
     for (index, host) in hosts.iter().enumerate() {
         items.fill(0);
+        let mut all = 1u64;
         host.visit_labels(|k, v| {
             if let Some(&i) = keys.get(k) {
                 items[i] = distinct_items(v);
+                all = all.saturating_mul(items[i].max(1));
             }
             ControlFlow::<()>::Continue(())
         });
-        list_combinations(index, selectors.iter().map(|s| s.iter()), |&i| items[i])?;
+        let selectors = selectors.iter().map(|s| s.iter());
+        check_list_subsets(index, selectors, |&i| items[i], all)?;
     }
     Ok(())
 }
@@ -75,26 +80,28 @@ fn position<'a>(keys: &mut BTreeMap<&'a str, usize>, key: &'a str) -> usize {
     *keys.entry(key).or_insert(next)
 }
 
-/// Checks that the host at `index` joins at most [`MAX_LIST_COMBINATIONS`] subsets of each
-/// selector (`selectors`, each its keys) with `list_as_any`, where it lists `items(key)`
-/// distinct items under each key.
-pub(crate) fn list_combinations<K, S: Iterator<Item = K>>(
+/// Checks that the host at `index` joins at most [`MAX_LIST_SUBSETS`] subsets with
+/// `list_as_any` over `selectors` (each its keys), where it lists `items(key)` distinct items
+/// under each key. `all` bounds any one selector's product: the product of every key's items
+/// (each at least 1) that the host has and a selector may name. When the selectors times
+/// `all` are few enough, as without long lists, they are not counted one by one.
+pub(crate) fn check_list_subsets<K, S: Iterator<Item = K>>(
     index: usize,
-    selectors: impl Iterator<Item = S>,
+    selectors: impl ExactSizeIterator<Item = S>,
     items: impl Fn(K) -> u64,
+    all: u64,
 ) -> Result<(), HostTableError> {
-    for (selector, keys) in selectors.enumerate() {
-        // 128^8 at most (see `MAX_LIST_COMBINATIONS`): saturating only on a 32-bit count.
-        let count = keys.map(&items).fold(1, u64::saturating_mul);
-        if count > MAX_LIST_COMBINATIONS as u64 {
-            return Err(HostTableError::TooManyListCombinations {
-                index,
-                selector,
-                count,
-            });
-        }
+    let max = MAX_LIST_SUBSETS as u64;
+    if (selectors.len() as u64).saturating_mul(all) <= max {
+        return Ok(());
     }
-    Ok(())
+    // Up to 64 selectors of 128^8: saturating, not wrapping.
+    let product = |keys: S| keys.map(&items).fold(1, u64::saturating_mul);
+    let count = selectors.map(product).fold(0, u64::saturating_add);
+    match count <= max {
+        true => Ok(()),
+        false => Err(HostTableError::TooManyListSubsets { index, count }),
+    }
 }
 
 /// The distinct items `value` lists, as `list_as_any` reads it.

@@ -17,11 +17,11 @@ use super::subsets::Subsets;
 use super::table::Table;
 use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
 use crate::hosttable::{
-    Dictionary, HostView, MAX_HOSTS, host_fits_but_labels, label_fits, list_combinations,
+    Dictionary, HostView, MAX_HOSTS, check_list_subsets, host_fits_but_labels, label_fits,
     scan_addresses, validate_config, weight_fits,
 };
 use crate::origin::Scanned;
-use crate::{Host, MAX_LABELS, SubsetConfig};
+use crate::{Host, SubsetConfig};
 
 mod chain;
 #[cfg(test)]
@@ -64,7 +64,7 @@ pub(super) fn build<H: HostView>(
         Checks::All => scan_addresses(hosts.iter().map(H::address)),
         Checks::IndexOnly => Scanned::default(),
     };
-    let lists = lb.options.list_as_any;
+    let (lists, mut counts) = (lb.options.list_as_any, Vec::new());
     for host in hosts {
         let valid = match checks {
             Checks::All => host_fits_but_labels(host, scanned.plain),
@@ -74,7 +74,7 @@ pub(super) fn build<H: HostView>(
             return Err(());
         }
         let s = lb.push_slot_only(host.weight(), host.healthy());
-        if !lb.record(s, host) && checks == Checks::All || lists && !lb.lists_fit(s) {
+        if !lb.record(s, host) && checks == Checks::All || lists && !lb.lists_fit(s, &mut counts) {
             return Err(());
         }
     }
@@ -104,12 +104,13 @@ pub(super) fn build_columns(
     let text = lb.records.push_text(dictionary.all_addresses());
     let counts = if lb.options.list_as_any {
         let columns = dictionary.check_labels().map_err(drop)?;
+        let mut counts = Vec::new();
         for (s, host) in columns.hosts().enumerate() {
             let at = text + host.address_at;
             let kvs = lb.records.start_at(s as u32, at, host.address().len());
             pairs.extend(kvs, host.labels);
             lb.records.seal(s as u32, true);
-            if !lb.lists_fit(s as u32) {
+            if !lb.lists_fit(s as u32, &mut counts) {
                 return Err(());
             }
         }
@@ -450,27 +451,25 @@ impl SubsetLb {
         fit
     }
 
-    /// Whether the host of slot `s` joins few enough subsets of each selector with
-    /// `list_as_any` (see [`list_combinations`]), by its recorded ids: distinct, each listed
-    /// item one. Only with `list_as_any`: without, a host joins at most one a selector.
-    fn lists_fit(&self, s: u32) -> bool {
-        // Ids counted by key; a host with more keys than it may have is refused either way.
-        let mut keys = [(0u32, 0u64); MAX_LABELS];
-        let mut n = 0;
-        for &kv in self.records.kvs(s) {
-            let key = self.interner.kv_key(kv);
-            match keys[..n].iter_mut().find(|(k, _)| *k == key) {
-                Some((_, count)) => *count += 1,
-                None if n == MAX_LABELS => return false,
-                None => {
-                    keys[n] = (key, 1);
-                    n += 1;
-                }
-            }
+    /// Whether the host of slot `s` joins few enough subsets with `list_as_any` (see
+    /// [`check_list_subsets`]), by its recorded ids: distinct, each listed item one. `counts`,
+    /// one per key id, is scratch: all 0 before and after.
+    fn lists_fit(&self, s: u32, counts: &mut Vec<u64>) -> bool {
+        let kvs = self.records.kvs(s);
+        counts.resize(counts.len().max(self.interner.key_count()), 0);
+        let mut most = 0;
+        for &kv in kvs {
+            let count = &mut counts[self.interner.kv_key(kv) as usize];
+            *count += 1;
+            most = most.max(*count);
         }
-        let items = |key: &u32| keys[..n].iter().find(|(k, _)| k == key).map_or(0, |c| c.1);
+        // A key of one item each: a selector's product is at most 1.
+        let all = if most <= 1 { 1 } else { u64::MAX };
         let selectors = self.selectors.iter().map(|s| s.keys.iter());
-        list_combinations(s as usize, selectors, items).is_ok()
+        let fit = check_list_subsets(s as usize, selectors, |&k| counts[k as usize], all).is_ok();
+        kvs.iter()
+            .for_each(|&kv| counts[self.interner.kv_key(kv) as usize] = 0);
+        fit
     }
 
     /// Stores a host in a new slot (or a free one) and counts it among all hosts; its subsets

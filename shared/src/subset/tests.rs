@@ -13,7 +13,7 @@ use std::vec::Vec;
 use proptest::prelude::*;
 
 use super::*;
-use crate::{Host, HostTable, LbPolicy, SubsetConfig, SubsetSelector};
+use crate::{Host, HostTable, HostTableError, LbPolicy, SubsetConfig, SubsetSelector};
 use pickset::Pool;
 use reference::{Reference, Request};
 
@@ -691,6 +691,50 @@ proptest! {
             if let Some(c) = chosen {
                 prop_assert_eq!(fast.in_flight(c.host), general.in_flight(c.host));
             }
+        }
+    }
+
+    /// Hosts whose lists put them in around `MAX_LIST_SUBSETS` subsets: validation, both
+    /// decoders, both builds and adding the last host to the others' index refuse the same
+    /// tables with the same error.
+    #[test]
+    fn the_list_cap_is_one_rule_on_every_path(
+        lists in prop::collection::vec(prop::collection::vec(0usize..40, 3), 1..4),
+        selectors in prop::collection::btree_set(1u8..8, 1..5),
+    ) {
+        let keys = ["a", "b", "c"];
+        let hosts: Vec<Host> = lists.iter().enumerate().map(|(i, counts)| {
+            let mut host = Host::new(format!("http://h{i}"));
+            for (key, &n) in keys.iter().zip(counts) {
+                // Items repeat from the 30th on (`x0` again): they count once.
+                let items: Vec<String> = (0..n).map(|j| format!("x{}", j % 30)).collect();
+                host.labels.insert((*key).into(), items.join(","));
+            }
+            host
+        }).collect();
+        let selectors = selectors.iter().map(|&mask| {
+            let chosen = keys.iter().enumerate().filter(|(k, _)| mask & (1 << k) != 0);
+            SubsetSelector::new(chosen.map(|(_, key)| *key))
+        });
+        let subset = SubsetConfig { list_as_any: true, selectors: selectors.collect(), ..SubsetConfig::default() };
+        let table = HostTable { version: 1, hosts, subset };
+        let verdict = table.validate().map_err(SubsetError::Table);
+        let bytes = table.encode_unchecked();
+        prop_assert_eq!(HostTable::decode(&bytes).map(drop).map_err(SubsetError::Table), verdict.clone());
+        prop_assert_eq!(SubsetLb::decode(&bytes).map(drop), verdict.clone());
+        prop_assert_eq!(SubsetLb::build(&table).map(drop), verdict.clone());
+        prop_assert_eq!(SubsetLb::build_validated(&table).map(drop), verdict.clone());
+        let mut others = table.clone();
+        let last = others.hosts.pop().unwrap();
+        if let Ok(mut lb) = SubsetLb::build(&others) {
+            let index = others.hosts.len();
+            let expected = match &verdict {
+                Err(SubsetError::Table(HostTableError::TooManyListSubsets { index: i, count })) if *i == index => {
+                    Err(SubsetError::Table(HostTableError::TooManyListSubsets { index, count: *count }))
+                }
+                _ => Ok(()),
+            };
+            prop_assert_eq!(lb.add_host(last).map(drop), expected);
         }
     }
 

@@ -5,7 +5,7 @@ use alloc::{vec, vec::Vec};
 use super::pickset::{Members, PickSet, Pool, SetRef};
 use super::table::{Hit, array_kv};
 use super::{HostId, SubsetError, SubsetLb, list_items};
-use crate::hosttable::{MAX_HOSTS, distinct_items, list_combinations, validate_host};
+use crate::hosttable::{MAX_HOSTS, check_list_subsets, distinct_items, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
 impl SubsetLb {
@@ -41,7 +41,7 @@ impl SubsetLb {
     }
 
     /// With `list_as_any`, checks that `host` (at `index`, as the error names it) joins few
-    /// enough subsets of each selector: [`MAX_LIST_COMBINATIONS`](crate::MAX_LIST_COMBINATIONS).
+    /// enough subsets: [`MAX_LIST_SUBSETS`](crate::MAX_LIST_SUBSETS).
     pub(super) fn lists_allow(&self, index: usize, host: &Host) -> Result<(), HostTableError> {
         if !self.options.list_as_any {
             return Ok(());
@@ -51,7 +51,7 @@ impl SubsetLb {
             let value = host.labels.get(self.interner.key_text(key));
             value.map_or(0, |v| distinct_items(v))
         };
-        list_combinations(index, selectors, items)
+        check_list_subsets(index, selectors, items, u64::MAX)
     }
 
     /// The ids `host`'s record holds at most: one per label, or per list item with

@@ -253,7 +253,8 @@ fn settle(
                 return Ok(());
             }
             (Ok(Update::None), Some(live)) => {
-                live.checked_at = now;
+                // A check begun before another that answered already moves nothing back.
+                live.checked_at = live.checked_at.max(now);
                 return Ok(());
             }
             (Ok(Update::Delta(delta, etag)), Some(live)) => match live.apply(&delta, etag) {

@@ -205,18 +205,17 @@ fn a_delta_past_what_the_index_holds_is_refused_whole() {
     let before = snapshot(&mut lb);
     let list = |n: usize| (0..n).map(|i| std::format!("{i}")).collect::<Vec<_>>();
     let wide = Host::new("http://10.0.0.9:8080")
-        .with_label("zone", list(12).join(","))
-        .with_label("v", list(11).join(","));
+        .with_label("zone", list(32).join(","))
+        .with_label("v", list(32).join(","));
     let mut delta = HostDelta {
         from: 1,
         version: 2,
         upserts: vec![Host::new("http://10.0.0.8:8080"), wide],
         removed: vec!["http://10.0.0.0:8080".into()],
     };
-    let refused = HostTableError::TooManyListCombinations {
+    let refused = HostTableError::TooManyListSubsets {
         index: 1,
-        selector: 1,
-        count: 132,
+        count: 32 + 32 * 32,
     };
     assert_eq!(lb.apply(&delta), Err(SubsetError::Table(refused)));
     assert_eq!(snapshot(&mut lb), before);

@@ -9,7 +9,7 @@ use std::{format, vec};
 
 use super::super::*;
 use crate::{
-    Host, HostTable, HostTableError, LbPolicy, MAX_LIST_COMBINATIONS, SubsetConfig, SubsetSelector,
+    Host, HostTable, HostTableError, LbPolicy, MAX_LIST_SUBSETS, SubsetConfig, SubsetSelector,
 };
 
 /// Hosts `http://h{i}` with the given labels ("k=v,k=v").
@@ -451,49 +451,43 @@ fn list_as_any_puts_a_host_in_each_listed_subset() {
     assert_eq!(lb.stats().subsets_active, 3);
 }
 
-/// `n` distinct items (repeats of each too, which count once), as a `list_as_any` value.
+/// `n` distinct items and a few repeated (which count once), as a `list_as_any` value.
 fn items(prefix: &str, n: usize) -> String {
     let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
-    format!("{},{}", items.join(","), items.join(" , "))
+    format!("{}, {}", items.join(","), items[..n.min(3)].join(" , "))
 }
 
 #[test]
-fn list_as_any_refuses_a_host_whose_lists_multiply_past_the_limit() {
+fn list_as_any_refuses_a_host_whose_lists_make_too_many_subsets() {
     let mut config = config(FallbackPolicy::NoFallback);
     config.list_as_any = true;
-    // Selector 1 is zone x v: 16 x 8 items make 128 subsets, at the limit.
+    // Selectors zone and zone x v: 32 + 32 x 31 subsets, at the limit.
     let mut t = table(&["zone=a", ""], config);
-    t.hosts[1].labels.insert("zone".into(), items("z", 16));
-    t.hosts[1].labels.insert("v".into(), items("v", 8));
-    assert_eq!(MAX_LIST_COMBINATIONS, 128);
+    t.hosts[1].labels.insert("zone".into(), items("z", 32));
+    t.hosts[1].labels.insert("v".into(), items("v", 31));
+    assert_eq!(MAX_LIST_SUBSETS, 1024);
     let mut lb = SubsetLb::build(&t).unwrap();
-    assert_eq!(lb.stats().subsets_active, 1 + 16 + 16 * 8);
+    assert_eq!(lb.stats().subsets_active, 1 + 32 + 32 * 31);
     assert_eq!(SubsetLb::decode(&t.encode().unwrap()).unwrap().len(), 2);
-    // A 17th zone makes 136, for the build, the decoders and validation alike.
-    t.hosts[1].labels.insert("zone".into(), items("z", 17));
-    let refused = HostTableError::TooManyListCombinations {
-        index: 1,
-        selector: 1,
-        count: 136,
-    };
-    assert_eq!(t.validate(), Err(refused.clone()));
+    // A 32nd version makes 1,056, for the build, the decoders and validation alike.
+    t.hosts[1].labels.insert("v".into(), items("v", 32));
+    let refused = |index| HostTableError::TooManyListSubsets { index, count: 1056 };
+    assert_eq!(t.validate(), Err(refused(1)));
     let bytes = t.encode_unchecked();
-    assert_eq!(HostTable::decode(&bytes), Err(refused.clone()));
-    let refused = Err(SubsetError::Table(refused));
-    assert_eq!(SubsetLb::decode(&bytes).map(|lb| lb.len()), refused);
-    assert_eq!(SubsetLb::build(&t).map(|lb| lb.len()), refused);
-    assert_eq!(SubsetLb::build_validated(&t).map(|lb| lb.len()), refused);
+    assert_eq!(HostTable::decode(&bytes), Err(refused(1)));
+    let table_refused = Err(SubsetError::Table(refused(1)));
+    assert_eq!(SubsetLb::decode(&bytes).map(|lb| lb.len()), table_refused);
+    assert_eq!(SubsetLb::build(&t).map(|lb| lb.len()), table_refused);
+    assert_eq!(
+        SubsetLb::build_validated(&t).map(|lb| lb.len()),
+        table_refused
+    );
     // An added host is refused likewise, the index unchanged.
     let host = Host::new("http://n")
-        .with_label("zone", items("z", 17))
-        .with_label("v", items("v", 8));
-    let refused = HostTableError::TooManyListCombinations {
-        index: 2,
-        selector: 1,
-        count: 136,
-    };
-    assert_eq!(lb.add_host(host), Err(SubsetError::Table(refused)));
-    assert_eq!((lb.len(), lb.stats().subsets_active), (2, 1 + 16 + 16 * 8));
+        .with_label("zone", items("z", 32))
+        .with_label("v", items("v", 32));
+    assert_eq!(lb.add_host(host), Err(SubsetError::Table(refused(2))));
+    assert_eq!((lb.len(), lb.stats().subsets_active), (2, 1 + 32 + 32 * 31));
     // Without `list_as_any` each value is one.
     t.subset.list_as_any = false;
     assert_eq!(SubsetLb::build(&t).unwrap().stats().subsets_active, 3);
