@@ -149,6 +149,7 @@ fn a_bad_file_keeps_the_last_good_table() {
         ("[[hosts]]\nadress = \"http://x\"", "parsing"),
         (&TWO_HOSTS.replace("8082", "8081"), "validating"),
         ("", "validating"),
+        (&wide_lists(), "1056 subsets (list_as_any), at most 1024"),
     ] {
         file.write(text);
         let error = format!("{:#}", tables.reload().unwrap_err());
@@ -162,10 +163,24 @@ fn a_bad_file_keeps_the_last_good_table() {
     tables.render(&mut page);
     let page = page.finish();
     assert!(
-        page.contains("edgewise_hosts_reload_errors_total 5"),
+        page.contains("edgewise_hosts_reload_errors_total 6"),
         "{page}"
     );
     assert!(page.contains("edgewise_hosts_hosts 2"), "{page}");
+}
+
+/// A host whose lists under a selector's two keys put it in 32 x 33 subsets.
+fn wide_lists() -> String {
+    let list = |prefix: &str, n: usize| {
+        let items: Vec<String> = (0..n).map(|i| format!("{prefix}{i}")).collect();
+        items.join(",")
+    };
+    format!(
+        "[subset]\nlist_as_any = true\nselectors = [{{ keys = [\"zone\", \"v\"] }}]\n\n\
+         [[hosts]]\naddress = \"http://127.0.0.1:8081\"\nlabels = {{ zone = \"{}\", v = \"{}\" }}\n",
+        list("z", 32),
+        list("v", 33)
+    )
 }
 
 #[test]
