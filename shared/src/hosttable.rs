@@ -49,8 +49,8 @@ pub use validate::{
 };
 pub(crate) use validate::{
     address_fits, before, check_list_subsets, config as validate_config, distinct_items,
-    host as validate_host, host_fits_but_labels, hosts as validate_hosts, label_count_fits,
-    label_fits, lists as validate_lists, scan_addresses, weight_fits,
+    host as validate_host, host_fits_but_labels, label_count_fits, label_fits,
+    parts as validate_parts, scan_addresses, weight_fits,
 };
 pub(crate) use view::HostView;
 pub(crate) use wire::{Columns, Dictionary};

@@ -500,10 +500,7 @@ impl SubsetLb {
 /// Why the build refused a table: errors are rare, so the build's own pass stays lean and
 /// validation names the rule.
 fn refusal<H: HostView>(hosts: &[H], config: &SubsetConfig) -> SubsetError {
-    let valid = hosttable::validate_hosts(hosts)
-        .and_then(|()| hosttable::validate_config(config))
-        .and_then(|()| hosttable::validate_lists(hosts, config));
-    match valid {
+    match hosttable::validate_parts(hosts, config) {
         Err(e) => e.into(),
         // The build refuses only what validation refuses, and tables past what its records
         // address.

@@ -41,13 +41,18 @@ pub const MAX_METADATA_FALLBACKS: usize = 8;
 pub const MAX_LIST_SUBSETS: usize = 1024;
 
 pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
-    hosts(&table.hosts)?;
-    config(&table.subset)?;
-    lists(&table.hosts, &table.subset)
+    parts(&table.hosts, &table.subset)
+}
+
+/// Every rule of a table, given as its hosts (owned or archived) and its configuration.
+pub(crate) fn parts<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
+    self::hosts(hosts)?;
+    self::config(config)?;
+    lists(hosts, config)
 }
 
 /// With `list_as_any`, checks [`check_list_subsets`] for each host.
-pub(crate) fn lists<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
+fn lists<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
     if !config.list_as_any {
         return Ok(());
     }
