@@ -105,6 +105,30 @@ impl Table {
         }
     }
 
+    /// An empty array for value ids below `len`, for a build to fill and hand to
+    /// [`Table::adopt_array`].
+    pub fn empty_array(len: usize) -> Vec<SetRef> {
+        alloc::vec![NO_SET; len]
+    }
+
+    /// Takes `array` (by value id, [`Table::empty_array`] where no subset), holding `count`
+    /// subsets, as the array of a build that has put none there yet; hands it back if it would
+    /// pass its bound (ids far past its subsets, see the module's docs).
+    pub fn adopt_array(&mut self, mut array: Vec<SetRef>, count: usize) -> Result<(), Vec<SetRef>> {
+        debug_assert!(self.singles == 0 && self.single.is_empty());
+        let len = array
+            .iter()
+            .rposition(|&set| set != NO_SET)
+            .map_or(0, |at| at + 1);
+        if len > 2 * count + ALWAYS {
+            return Err(array);
+        }
+        array.truncate(len);
+        self.single = array;
+        self.singles = count;
+        Ok(())
+    }
+
     /// Room in the array for value ids below `kvs`.
     pub fn reserve_array(&mut self, kvs: usize) {
         self.single.reserve(kvs.saturating_sub(self.single.len()));

@@ -55,6 +55,7 @@ fn index(hosts: usize, lists: [&[u32]; 5]) -> Index {
         bitsets: Vec::new(),
         words: 0,
         values: [[10, 11].into(), [20, 21, 22].into()].into(),
+        direct: Default::default(),
     }
 }
 
@@ -130,6 +131,7 @@ fn index_of(hosts: &[Vec<Option<u32>>]) -> Index {
         bitsets: Vec::new(),
         words: 0,
         values,
+        direct: Default::default(),
     }
 }
 
