@@ -326,12 +326,17 @@ impl PickSet {
         }
         self.count_in(&slots[s as usize]);
         self.changed();
-        let count = if self.all {
-            slots.len()
-        } else {
-            self.members.len()
-        };
-        self.weights.make_room(count);
+        self.weights.make_room(self.positions(slots));
+    }
+
+    /// The positions a pick draws from: every slot for the set of all slots, else the members
+    /// (live or not).
+    #[inline(always)]
+    fn positions(&self, slots: &[Slot]) -> usize {
+        match self.all {
+            true => slots.len(),
+            false => self.members.len(),
+        }
     }
 
     /// A member, its health or its weight changed: the weights' sums no longer hold, and the
@@ -421,11 +426,7 @@ impl PickSet {
         if !panic && self.healthy == 0 {
             return None;
         }
-        let n = if self.all {
-            slots.len() as u32
-        } else {
-            self.members.len() as u32
-        };
+        let n = self.positions(slots) as u32;
         let view = View {
             members: (!self.all).then_some((&self.members, chains)),
             slots,
@@ -494,10 +495,7 @@ impl PickSet {
         policy: LbPolicy,
         rng: &mut Rng,
     ) -> Option<u32> {
-        let n = match self.all {
-            true => slots.len(),
-            false => self.members.len(),
-        };
+        let n = self.positions(slots);
         if self.live as usize != n || self.healthy != self.live {
             return None;
         }
