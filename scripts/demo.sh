@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The main job, end to end on this machine: set up, build, start memcached (if installed),
 # edgewised with a sample host table and feature snapshot, four labelled local origins (plus a
-# dead one in the host table) and the worker under `wrangler dev`; replay a realistic traffic mix
-# through the worker (scripts/demo/traffic.mjs), print a summary, and shut everything down (also
-# on Ctrl-C or failure), leaving no process behind. Exits non-zero if any invariant failed.
+# dead one in the host table) and the built worker in Miniflare (the workerd that `wrangler dev`
+# runs); replay a realistic traffic mix through the worker (scripts/demo/traffic.mjs), print a
+# summary, and shut everything down (also on Ctrl-C or failure), leaving no process behind.
+# Exits non-zero if any invariant failed.
+#
+# It builds only what it runs, each once: edgewised, the test issuer and the feature reader
+# example natively (debug), and the worker (scripts/build-worker.sh, the profile it deploys with).
 #
 # Environment: EDGEWISE_DEMO_SKIP_SETUP=1 skips scripts/setup.sh (the test suite ran it);
 # EDGEWISE_DEMO_MEMCACHED=0 uses the daemon's embedded token store even if memcached is installed;
@@ -22,10 +26,11 @@ SECONDS=0
 if [ "${EDGEWISE_DEMO_SKIP_SETUP:-0}" != 1 ]; then
   bash scripts/setup.sh
 fi
-log "cargo build --workspace (edgewised, the test issuer) and the read_features example"
-# One invocation, so the example shares the workspace's feature set: built alone
-# (`-p edgewise --features store`) it rebuilt ~40 dependencies, ~100 s on a fresh clone.
-cargo build --workspace --locked --bins --example read_features
+log "cargo build: edgewised, the test issuer and the read_features example"
+# The packages the demo runs, nothing else (the benches crate and its peers are not built).
+cargo build --locked -p edgewise-daemon -p edgewise-tests --bins -p edgewise --example read_features
+log "build the Wasm worker (scripts/build-worker.sh)"
+bash scripts/build-worker.sh
 build_secs=$SECONDS
 
 rm -rf "$run_dir"
@@ -34,7 +39,7 @@ mkdir -p "$run_dir"/{features,ingest}
 # --- processes -----------------------------------------------------------------------------
 
 # Each service runs in its own session and process group (setsid), so that stopping the group
-# also stops its children (wrangler starts workerd and esbuild). The group ids are listed in
+# also stops its children (Miniflare starts workerd). The group ids are listed in
 # $run_dir/pgids for whoever wants to check that none survived (tests/js/demo.test.mjs does).
 pgids=()
 declare -A pid_of
@@ -59,7 +64,7 @@ stop_all() {
   trap - EXIT
   ((${#pgids[@]} > 0)) || exit "$status"
   for pgid in "${pgids[@]}"; do kill -TERM -- "-$pgid" 2>/dev/null || true; done
-  # Up to 5 s for a graceful exit (edgewised drains, wrangler stops workerd), then SIGKILL.
+  # Up to 5 s for a graceful exit (edgewised drains, Miniflare stops workerd), then SIGKILL.
   for _ in $(seq 50); do
     [ -z "$(survivors)" ] && break
     sleep 0.1
@@ -71,7 +76,7 @@ stop_all() {
     printf 'error: %s processes of the demo survived: %s\n' "$left" "$(survivors | tr '\n' ' ')" >&2
     status=1
   else
-    log "stopped ${#pgids[@]} process groups (origins, memcached, edgewised, wrangler + workerd); none left"
+    log "stopped ${#pgids[@]} process groups (origins, memcached, edgewised, Miniflare + workerd); none left"
   fi
   echo "logs: $run_dir"
   exit "$status"
@@ -225,20 +230,13 @@ issuer=target/debug/edgewise-issuer
 issuer_key=tests/data/test-issuer-key.pem
 token_key=$("$issuer" key --key "$issuer_key" | node -pe 'JSON.parse(require("fs").readFileSync(0)).token_key')
 
-# Ports picked just before the start: wrangler binds them only after its build.
-start_worker() {
-  worker_port=$(new_port)
-  inspector_port=$(new_port)
-  log "wrangler dev on 127.0.0.1:$worker_port (runs the worker build first)"
-  # DAEMON_SECRET is a secret in production (wrangler secret put); a var is fine for local dev.
-  start worker npx wrangler dev --ip 127.0.0.1 --port "$worker_port" \
-    --inspector-port "$inspector_port" --show-interactive-dev-session=false \
-    --var "HOST_TABLE:daemon" --var "HOST_TABLE_REFRESH_MS:1000" \
-    --var "ROUTE_ATTRIBUTES:zone=header:x-edgewise-zone, stage=query:stage" \
-    --var "TOKEN_PATHS:/private" --var "ISSUER_NAME:issuer.demo" --var "ISSUER_KEYS:$token_key@$(($(date +%s) + 30 * 86400))" \
-    --var "DAEMON_URL:http://127.0.0.1:$daemon_port" --var "DAEMON_SECRET:$secret"
-}
-start_worker
+log "worker (Miniflare on build/), its URL in $run_dir/worker.url"
+# DAEMON_SECRET is a secret in production (wrangler secret put); a var is fine for local dev.
+start worker node "$demo_dir/worker.mjs" --url-file "$run_dir/worker.url" \
+  --var "HOST_TABLE=daemon" --var "HOST_TABLE_REFRESH_MS=1000" \
+  --var "ROUTE_ATTRIBUTES=zone=header:x-edgewise-zone, stage=query:stage" \
+  --var "TOKEN_PATHS=/private" --var "ISSUER_NAME=issuer.demo" --var "ISSUER_KEYS=$token_key@$(($(date +%s) + 30 * 86400))" \
+  --var "DAEMON_URL=http://127.0.0.1:$daemon_port" --var "DAEMON_SECRET=$secret"
 
 need_service daemon "$daemon_port" /healthz 30
 if [ "$memcached_servers" = "[]" ]; then
@@ -255,29 +253,21 @@ for origin in "${origin_args[@]}"; do
   need_service "origin-${origin%=*}" "${origin#*=}" / 30
 done
 
-# The first worker build on a fresh machine takes minutes (wasm-release profile). A port picked
-# free can be taken before wrangler binds it (by an outgoing connection's ephemeral port, or
-# one workerd binds for itself); wrangler then exits with "Address already in use" and is
-# started again on fresh ports, at most twice. Any other exit is an error at once, with the log:
-# one CI run spent the whole deadline here and its report showed nothing of why.
-for attempt in 1 2 3; do
-  wait_service worker "$worker_port" / 900 && break
-  if ((attempt == 3)) || ! grep -q "Address already in use" "$run_dir/worker.log"; then
-    log_tail worker
-    die "wrangler dev exited before serving (attempt $attempt); see $run_dir/worker*.log"
-  fi
-  mv "$run_dir/worker.log" "$run_dir/worker.attempt$attempt.log"
-  log "wrangler dev lost a port to another process ($(grep -m1 -o 'Address already in use[^.]*' \
-    "$run_dir/worker.attempt$attempt.log")); starting it again on fresh ports"
-  start_worker
+# The worker binds a port of the kernel's choosing and writes its URL once it serves.
+for _ in $(seq 300); do
+  [ -s "$run_dir/worker.url" ] && break
+  kill -0 "${pid_of[worker]}" 2>/dev/null || { log_tail worker; die "the worker exited before serving; see $run_dir/worker.log"; }
+  sleep 0.1
 done
+[ -s "$run_dir/worker.url" ] || { log_tail worker; die "the worker did not serve within 30 s; see $run_dir/worker.log"; }
+worker_url=$(cat "$run_dir/worker.url")
 up_secs=$((SECONDS - build_secs))
 
 # --- traffic and summary -------------------------------------------------------------------
 
-log "replaying the traffic mix through the worker at http://127.0.0.1:$worker_port"
+log "replaying the traffic mix through the worker at $worker_url"
 status=0
-node "$demo_dir/traffic.mjs" --worker "http://127.0.0.1:$worker_port" \
+node "$demo_dir/traffic.mjs" --worker "$worker_url" \
   --daemon "http://127.0.0.1:$daemon_port" --secret-file "$run_dir/api-secret" --hosts "$run_dir/hosts.toml" \
   "${origin_args[@]}" --issuer "$issuer" --issuer-key "$issuer_key" \
   --reader target/debug/examples/read_features --features-dir "$run_dir/features" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the fuzz targets, each for SECONDS (default 60), and prints one line per target: its
 # runs and findings. Stops at the first finding, with the crashing input's path. Installs
-# cargo-fuzz if missing; needs the nightly toolchain that setup.sh installs for Miri.
+# cargo-fuzz if missing; needs the nightly toolchain that `setup.sh --test` installs for Miri.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET]...   (default: every target in fuzz/Cargo.toml)
 #
@@ -11,7 +11,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 if ! command -v cargo-fuzz > /dev/null; then
   log "cargo install cargo-fuzz"
   cargo install --locked cargo-fuzz --version 0.13.2

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Folds the output of several `scripts/bench-subset.sh` runs into the README's subset tables:
+// Folds the output of several `scripts/bench-subset.sh` runs into subset tables (docs/benchmarks.md):
 // each cell the median of the runs (a ratio: the median of each run's ratio), native / wasm,
 // then issue 4's targets with the range over the runs and how many runs met each.
 //

@@ -8,7 +8,7 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 
-bash scripts/setup.sh
+bash scripts/setup.sh --test
 
 log "cargo fmt --check"
 cargo fmt --all --check
@@ -18,7 +18,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 log "cargo clippy (wasm32: shared core and worker)"
 cargo clippy -p edgewise -p edgewise-worker --target wasm32-unknown-unknown --locked -- -D warnings
 # The fuzz targets are a workspace of their own (fuzzing needs nightly flags): checked here so
-# that they keep building against the core's API; running them is by hand (README, Fuzzing).
+# that they keep building against the core's API; running them is by hand (docs/testing.md, Fuzzing).
 log "cargo fmt --check and clippy of the fuzz targets"
 cargo fmt --manifest-path fuzz/Cargo.toml --check
 cargo clippy --manifest-path fuzz/Cargo.toml --bins --locked -- -D warnings

@@ -8,7 +8,7 @@ use std::{
 };
 
 use anyhow::Context;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::connections::Connections;
 
@@ -16,7 +16,7 @@ mod overlay;
 
 /// Everything the daemon needs to run. Every field has a default, so the daemon starts with no
 /// configuration at all.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     /// HTTP API settings.
@@ -36,7 +36,7 @@ pub struct Config {
 }
 
 /// `[features]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct FeaturesConfig {
     /// Directory of the store (two data files and a state file). None: no feature store.
@@ -94,7 +94,7 @@ impl FeaturesConfig {
 }
 
 /// `[hosts]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HostsConfig {
     /// TOML file holding the host table served at `GET /v1/hosts`. None: no table (404).
@@ -120,7 +120,7 @@ impl HostsConfig {
 }
 
 /// `[workspace]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct WorkspaceSettings {
     /// `full` zeroes every workspace entirely after each use, `shadow` does too but also runs
@@ -160,7 +160,7 @@ impl WorkspaceSettings {
 }
 
 /// `[server]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ServerConfig {
     /// Address the HTTP API listens on. Loopback by default: the API is for local peers.
@@ -176,7 +176,7 @@ pub struct ServerConfig {
 }
 
 /// `[log]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogConfig {
     /// `text` for people, `json` for log pipelines.
@@ -186,7 +186,7 @@ pub struct LogConfig {
 }
 
 /// `[api]` table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ApiConfig {
     /// File holding the bearer secret every `/v1` request must present (surrounding
@@ -196,7 +196,7 @@ pub struct ApiConfig {
 }
 
 /// `[tokens]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TokensConfig {
     /// Accept tokens when the cache cannot decide. Off: undecided means refused (503).
@@ -215,7 +215,7 @@ pub struct TokensConfig {
 }
 
 /// `[tokens.memcached]` table.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct MemcachedConfig {
     /// `host:port` of each server. Empty: use the embedded store.
@@ -235,7 +235,7 @@ pub struct MemcachedConfig {
 }
 
 /// Log output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// Human-readable lines.

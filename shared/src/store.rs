@@ -1,7 +1,8 @@
 //! The feature store: ML feature tables published by one process (the daemon) and read by
 //! many others (origin apps) through memory-mapped files, in place, without locks or system
 //! calls on the read path. The design follows Cloudflare's bliss / mmap-sync and fixes its
-//! known flaws (`shared/ANCHORS.md`).
+//! known flaws (read from its source: readers never verify the checksum, and never re-check the
+//! version after registering).
 //!
 //! # Files
 //!

@@ -1,5 +1,5 @@
 // The README's main command, scripts/demo.sh, end to end: it starts memcached, edgewised, four
-// origins and the worker under `wrangler dev`, replays its traffic mix, prints the summary and
+// origins and the built worker in Miniflare, replays its traffic mix, prints the summary and
 // must exit 0 (every invariant held) with none of the processes it started left running.
 
 import { test } from "node:test";
@@ -13,8 +13,8 @@ import { ROOT } from "./support/worker.mjs";
 test("scripts/demo.sh runs the traffic mix, prints the summary and leaves no process behind", { timeout: 20 * 60_000 }, () => {
   const runDir = mkdtempSync(path.join(tmpdir(), "edgewise-demo-"));
   try {
-    // scripts/test.sh ran setup.sh already; the demo's cargo builds are then no-ops. The
-    // worker build (wrangler dev's [build] command) takes a minute or more.
+    // scripts/test.sh ran setup.sh and built everything already: the demo's builds are then
+    // quick (worker-build still runs wasm-bindgen and wasm-opt).
     const run = spawnSync("bash", [path.join(ROOT, "scripts/demo.sh")], {
       cwd: ROOT,
       encoding: "utf8",

@@ -30,8 +30,8 @@ test("wrangler deploy --dry-run builds and bundles the worker", () => {
 });
 
 // Every var and secret the worker reads (its `const NAME: &str = "NAME"` names) is documented
-// where operators look: wrangler.toml and the README's worker table.
-test("every var the worker reads is documented in wrangler.toml and the README", () => {
+// where operators look: wrangler.toml and the worker tables of docs/configuration.md.
+test("every var the worker reads is documented in wrangler.toml and docs/configuration.md", () => {
   const sources = [];
   const walk = (dir) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -46,9 +46,9 @@ test("every var the worker reads is documented in wrangler.toml and the README",
   );
   assert.ok(names.size >= 15, [...names].join(", "));
   const wrangler = readFileSync(path.join(ROOT, "wrangler.toml"), "utf8");
-  const readme = readFileSync(path.join(ROOT, "README.md"), "utf8");
+  const reference = readFileSync(path.join(ROOT, "docs", "configuration.md"), "utf8");
   for (const name of names) {
     assert.match(wrangler, new RegExp(`(^|[#\\s])${name}\\b`, "m"), `${name} missing from wrangler.toml`);
-    assert.ok(readme.includes(`| \`${name}\``), `${name} missing from the README's worker table`);
+    assert.ok(reference.includes(`| \`${name}\` |`), `${name} missing from docs/configuration.md's worker tables`);
   }
 });

@@ -70,7 +70,7 @@ fn the_unit_verifies() {
         unit.replace(INSTALLED_BIN, daemon_bin().to_str().unwrap()),
     )
     .unwrap();
-    // systemd-analyze comes with Debian's systemd package (scripts/setup.sh installs it).
+    // systemd-analyze comes with Debian's systemd package (`scripts/setup.sh --test` installs it).
     let out = Command::new("systemd-analyze")
         .args(["verify", "--man=no"])
         .arg(&local)

@@ -178,3 +178,52 @@ fn the_file_is_overlaid_field_by_field() {
     assert_eq!(config.tokens.memcached.timeout_ms, 40);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every key of `Config` (its dotted path, `tokens.memcached.servers`), from the defaults.
+fn config_keys() -> Vec<String> {
+    fn walk(prefix: &str, value: &serde_json::Value, keys: &mut Vec<String>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                for (name, value) in map {
+                    let path = if prefix.is_empty() {
+                        name.clone()
+                    } else {
+                        format!("{prefix}.{name}")
+                    };
+                    walk(&path, value, keys);
+                }
+            }
+            _ => keys.push(prefix.to_owned()),
+        }
+    }
+    let mut keys = Vec::new();
+    walk("", &serde_json::to_value(Config::default()).unwrap(), &mut keys);
+    keys
+}
+
+#[test]
+fn every_key_is_documented_in_the_reference_and_the_example() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let reference = std::fs::read_to_string(root.join("../docs/configuration.md")).unwrap();
+    let example = std::fs::read_to_string(root.join("dist/edgewised.example.toml")).unwrap();
+    let keys = config_keys();
+    assert!(keys.len() >= 30, "{keys:?}");
+    for key in keys {
+        assert!(
+            reference.contains(&format!("| `{key}` |")),
+            "{key} missing from docs/configuration.md's daemon table"
+        );
+        // In the example, under its section: `name =`, or `# name =` for keys without a default.
+        let (section, name) = key.rsplit_once('.').unwrap();
+        let body = example
+            .split(&format!("[{section}]\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no [{section}] in the example"));
+        let body = body.split("\n[").next().unwrap();
+        assert!(
+            body.lines()
+                .any(|l| l.trim_start_matches("# ").starts_with(&format!("{name} = "))),
+            "{key} missing from daemon/dist/edgewised.example.toml"
+        );
+    }
+}

@@ -17,8 +17,10 @@ export function compatibilityDate() {
 }
 
 // `build` is a worker-build output directory: build/ by default, another for benchmark builds.
-export async function startWorker(bindings, build = BUILD) {
+// `serve` ({ host, port }) also serves the worker over HTTP there (port 0: the kernel's pick).
+export async function startWorker(bindings, build = BUILD, serve = {}) {
   const mf = new Miniflare({
+    ...serve,
     modulesRoot: build,
     modules: [
       { type: "ESModule", path: path.join(build, "index.js") },
