@@ -95,7 +95,7 @@ want=$(locked_version worker)
 have=$(worker-build --version 2>/dev/null || true)
 if [ "$have" != "$want" ]; then
   log "cargo install worker-build $want (found: ${have:-none})"
-  install_tool --locked worker-build --version "$want"
+  install_tool --locked worker-build --version "$want" --bin worker-build
 fi
 
 # The wasm-bindgen CLI must be exactly the library version, or the generated glue mismatches.
@@ -103,10 +103,11 @@ want=$(locked_version wasm-bindgen)
 have=$("$WASM_BINDGEN_BIN" --version 2>/dev/null | awk '{print $2}' || true)
 if [ "$have" != "$want" ]; then
   log "cargo install wasm-bindgen-cli $want (found: ${have:-none})"
-  # Its lockfile has pinned crates that were later yanked (webpki-roots 1.0.11 for 0.2.130);
-  # when --locked cannot resolve, let cargo pick the newest compatible dependencies instead.
-  install_tool --locked wasm-bindgen-cli --version "$want" ||
-    install_tool wasm-bindgen-cli --version "$want"
+  # Only the wasm-bindgen binary, without TLS: the default features bring rustls and ring for
+  # the test runner's downloads, which worker-build never uses. Its lockfile has pinned crates
+  # that were later yanked; when --locked cannot resolve, cargo picks the newest compatible.
+  bindgen=(wasm-bindgen-cli --version "$want" --no-default-features --bin wasm-bindgen)
+  install_tool --locked "${bindgen[@]}" || install_tool "${bindgen[@]}"
 fi
 rm -rf "$STATE_DIR/setup/target"
 
