@@ -51,6 +51,8 @@ pub struct FeaturesConfig {
     pub socket_max_connections: usize,
     /// Largest `PUT /v1/features` body, in bytes.
     pub max_put_bytes: usize,
+    /// Largest snapshot file taken from the ingest directory, in bytes.
+    pub max_ingest_bytes: u64,
     /// How long a publish waits for readers still on the copy it is about to overwrite, in
     /// milliseconds; a reader slower than that gets an error instead of torn data.
     pub reader_grace_ms: u64,
@@ -65,6 +67,7 @@ impl Default for FeaturesConfig {
             socket: None,
             socket_max_connections: 1024,
             max_put_bytes: 16 * 1024 * 1024,
+            max_ingest_bytes: 1 << 30,
             reader_grace_ms: 1000,
         }
     }
@@ -84,9 +87,14 @@ impl FeaturesConfig {
             "features.socket_max_connections",
             self.socket_max_connections,
         )?;
-        if self.ingest_interval_ms == 0 || self.max_put_bytes == 0 || self.reader_grace_ms == 0 {
+        if self.ingest_interval_ms == 0
+            || self.max_put_bytes == 0
+            || self.max_ingest_bytes == 0
+            || self.reader_grace_ms == 0
+        {
             anyhow::bail!(
-                "features.ingest_interval_ms, max_put_bytes and reader_grace_ms must be at least 1"
+                "features.ingest_interval_ms, max_put_bytes, max_ingest_bytes and reader_grace_ms \
+                 must be at least 1"
             );
         }
         Ok(())
@@ -199,7 +207,8 @@ pub struct ApiConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct TokensConfig {
-    /// Accept tokens when the cache cannot decide. Off: undecided means refused (503).
+    /// Accept tokens the cache could not decide on because of a transient I/O fault. Off:
+    /// undecided means refused (503).
     pub fail_open: bool,
     /// Prefix of every record key in memcached.
     pub key_prefix: String,
@@ -370,7 +379,8 @@ pub struct Overrides {
         global = true
     )]
     pub memcached: Option<Vec<String>>,
-    /// Accept tokens when the token cache cannot decide (unsafe; logged and counted).
+    /// Accept tokens the token cache could not decide on because of a transient I/O fault
+    /// (unsafe; logged and counted).
     #[arg(long, env = "EDGEWISED_TOKENS_FAIL_OPEN", global = true)]
     pub tokens_fail_open: Option<bool>,
     /// Host table file served at `GET /v1/hosts`.

@@ -3,7 +3,8 @@
 //! A redemption is one atomic set-if-absent of the token's spend key: the first caller gets
 //! `fresh`, every later one `spent`. Anything that prevents a decision -- a timeout, a reset
 //! connection, a full or failing server -- is `unavailable`, which the worker turns into a 503:
-//! the cache fails closed. Failing open is an operator's explicit choice, logged and counted.
+//! the cache fails closed. Failing open is an operator's explicit choice, logged and counted,
+//! and covers transient I/O faults only ([`Fault::transient`]).
 
 mod embedded;
 mod memcached;
@@ -47,14 +48,29 @@ pub(crate) enum Fault {
     Timeout,
     #[error("request queue full")]
     Overloaded,
+    /// Connecting, writing or reading failed (refused, reset, closed): transient.
     #[error("connection failed: {0}")]
     Connection(String),
+    /// A reply that cannot be trusted (malformed, out of step, too many): the connection is
+    /// dropped.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The store refused (memcached's `SERVER_ERROR`, the embedded store full).
     #[error("{0}")]
     Server(String),
     /// The issuer key expires later than a record may live (`max_ttl_secs`): a record kept
     /// the longest it may would die before the key, and its token could be spent again.
     #[error("the issuer key expires after tokens.max_ttl_secs: spend records would die first")]
     KeyOutlivesRecords,
+}
+
+impl Fault {
+    /// Whether this is a transient I/O fault (a timeout, a refused or reset connection), the
+    /// only kind `fail_open` may admit a token on. A full store, an overloaded queue, a reply
+    /// that cannot be trusted or a record that could not outlive its key are refusals.
+    pub(crate) fn transient(&self) -> bool {
+        matches!(self, Fault::Timeout | Fault::Connection(_))
+    }
 }
 
 /// One token to spend.
@@ -173,7 +189,7 @@ impl TokenCache {
                 c.spent.inc();
                 Outcome::Spent
             }
-            Err(fault) if self.fail_open => {
+            Err(fault) if self.fail_open && fault.transient() => {
                 c.failed_open.inc();
                 tracing::warn!(%fault, "token cache undecided: accepting the token (fail-open)");
                 Outcome::Fresh

@@ -309,6 +309,54 @@ async fn replicated_spends_survive_one_restarted_empty_server() {
     assert_eq!(cache.redeem(&spend).await, Outcome::Spent);
 }
 
+/// Tokens spent while one replica was down; that replica then back empty and another restarted
+/// empty: both answer "stored" to every replay, a majority of three, and the one that kept the
+/// records still refuses them all. The replays repair the two that lost the records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_that_kept_the_record_outvotes_two_that_lost_it() {
+    let mut servers = [
+        Memcached::start(&[]),
+        Memcached::start(&[]),
+        Memcached::start(&[]),
+    ];
+    let config = TokensConfig {
+        memcached: MemcachedConfig {
+            servers: servers.iter().map(Memcached::addr).collect(),
+            replicas: 3,
+            // One connection a server, so that one failed batch tells it the server restarted.
+            connections: 1,
+            // Short: every spend waits it out on the server that is down.
+            timeout_ms: 1000,
+            ..MemcachedConfig::default()
+        },
+        ..TokensConfig::default()
+    };
+    let cache = Arc::new(TokenCache::start(&config, &WorkspaceSettings::default()).unwrap());
+    servers[2].kill();
+    let spends: Vec<Spend> = (0..40).map(|_| token()).collect();
+    let outcomes = redeem_all(&cache, &spends).await;
+    assert!(
+        outcomes.iter().all(|o| *o == Outcome::Fresh),
+        "{outcomes:?}"
+    );
+
+    servers[2].restart();
+    servers[0].restart();
+    // Fresh tokens until both emptied replicas store them: the client is connected to each.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while [0, 2].map(|i| servers[i].stat("curr_items")).contains(&0) {
+        assert!(Instant::now() < deadline, "the client did not reconnect");
+        cache.redeem(&token()).await;
+    }
+    let replays = redeem_all(&cache, &spends).await;
+    assert!(replays.iter().all(|o| *o == Outcome::Spent), "{replays:?}");
+
+    // Repaired: without the replica that kept them, the two others hold every record now.
+    servers[1].kill();
+    let replays = redeem_all(&cache, &spends).await;
+    assert!(replays.iter().all(|o| *o == Outcome::Spent), "{replays:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fail_open_is_explicit_and_counted() {
     let mut memcached = Memcached::start(&[]);
@@ -330,6 +378,58 @@ async fn fail_open_is_explicit_and_counted() {
         "{page}"
     );
     assert!(page.contains("edgewise_token_fail_open 1"), "{page}");
+}
+
+/// Fail-open admits a token only on a transient I/O fault. A full memcached, a full embedded
+/// store, a queue past its depth and an issuer key that outlives every record are refusals.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fail_open_never_admits_what_was_refused() {
+    let fail_open = |memcached: MemcachedConfig, embedded_max_records| {
+        let config = TokensConfig {
+            fail_open: true,
+            embedded_max_records,
+            memcached,
+            ..TokensConfig::default()
+        };
+        Arc::new(TokenCache::start(&config, &WorkspaceSettings::default()).unwrap())
+    };
+    let on = |memcached: &Memcached, queue_depth| MemcachedConfig {
+        servers: vec![memcached.addr()],
+        timeout_ms: 200,
+        queue_depth,
+        ..MemcachedConfig::default()
+    };
+
+    let full = Memcached::start(&["-m", "2", "-M"]);
+    fill(&full.addr());
+    let cache = fail_open(on(&full, 8192), 10);
+    assert_eq!(cache.redeem(&token()).await, Outcome::Unavailable);
+
+    let cache = fail_open(MemcachedConfig::default(), 1);
+    let outcomes = redeem_all(&cache, &(0..64).map(|_| token()).collect::<Vec<_>>()).await;
+    assert!(outcomes.contains(&Outcome::Unavailable), "{outcomes:?}");
+
+    let stopped = Memcached::start(&[]);
+    stopped.signal("STOP");
+    let cache = fail_open(on(&stopped, 1), 10);
+    // Each of the 4 connections holds a spend or two while it waits on the stopped server,
+    // the queue one more: most of 64 find it full.
+    let outcomes = redeem_all(&cache, &(0..64).map(|_| token()).collect::<Vec<_>>()).await;
+    stopped.signal("CONT");
+    assert!(outcomes.contains(&Outcome::Unavailable), "{outcomes:?}");
+
+    let live = Memcached::start(&[]);
+    let cache = fail_open(on(&live, 8192), 10);
+    let years = Spend {
+        not_after: Some(u64::MAX / 2),
+        ..token()
+    };
+    assert_eq!(cache.redeem(&years).await, Outcome::Unavailable);
+    let page = metrics_page(&cache);
+    assert!(
+        page.contains("edgewise_token_redemptions_total{outcome=\"failed_open\"} 0"),
+        "{page}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -5,8 +5,11 @@
 //! spends are queued as one batch in one write, so 64 concurrent redemptions need a few
 //! connections, not 64, and none waits behind a pool slot (the article's pool of 20 made
 //! requests queue). Placement is rendezvous hashing over the configured servers; with
-//! `replicas = R` a spend is sent to R servers and is fresh only on a majority of "stored", so
-//! of two concurrent redemptions at most one wins, and a restarted, empty server is outvoted.
+//! `replicas = R` a spend is sent to R servers and is fresh only on a majority of "stored" with
+//! no replica reporting the record: a replica that lost it (restarted empty, or down when the
+//! token was spent) never outvotes one that kept it, and of two concurrent redemptions at most
+//! one wins. The set-if-absent that asks a replica also repairs it: a replica that missed a
+//! record holds it again once the token is next seen.
 
 mod conn;
 mod counters;
@@ -237,19 +240,23 @@ impl Tally {
         match vote {
             Ok(Verdict::Stored) => self.stored += 1,
             Ok(Verdict::Exists) => self.exists += 1,
-            Err(fault) => {
-                self.fault.get_or_insert(fault);
-            }
+            // A fault that is not a transient I/O one is kept over one that is: fail-open may
+            // apply only when every fault was transient.
+            Err(fault) => match &self.fault {
+                Some(kept) if !kept.transient() || fault.transient() => {}
+                _ => self.fault = Some(fault),
+            },
         }
     }
 
-    /// Fresh only on a quorum of "stored". Any "exists" without that quorum means someone else
-    /// holds the token (or a split vote spent it): refuse it. Only faults mean unknown.
+    /// Spent if any replica holds the record, whatever the others say: a replica that lost
+    /// it answers "stored". Fresh only on a quorum of "stored" and no "exists". Otherwise
+    /// unknown.
     fn decide(self, quorum: usize) -> Result<Decision, Fault> {
-        if self.stored >= quorum {
-            Ok(Decision::Fresh)
-        } else if self.exists > 0 {
+        if self.exists > 0 {
             Ok(Decision::Spent)
+        } else if self.stored >= quorum {
+            Ok(Decision::Fresh)
         } else {
             Err(self.fault.unwrap_or(Fault::Timeout))
         }

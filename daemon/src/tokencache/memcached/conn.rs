@@ -70,9 +70,9 @@ pub(crate) async fn run(link: Arc<Link>) {
                 link.counters.connections_up.dec();
                 match ended {
                     Ended::QueueClosed => return,
-                    Ended::Failed(why) => {
+                    Ended::Failed(fault) => {
                         link.counters.connection_failures.inc();
-                        tracing::warn!(server = %link.addr, %why, "memcached connection dropped");
+                        tracing::warn!(server = %link.addr, %fault, "memcached connection dropped");
                     }
                 }
             }
@@ -128,7 +128,9 @@ impl Backoff {
 #[derive(Debug)]
 pub(crate) enum Ended {
     QueueClosed,
-    Failed(String),
+    /// The connection was abandoned: an I/O fault (`Fault::Connection`, `Fault::Timeout`) or a
+    /// reply it cannot trust (`Fault::Protocol`).
+    Failed(Fault),
 }
 
 /// The per-connection state: the batch in flight, a workspace for its bytes, and the opaque
@@ -159,12 +161,11 @@ impl<'a> Conn<'a> {
             if !self.next_batch().await {
                 return Ended::QueueClosed;
             }
-            if let Err(why) = self.exchange(&mut stream).await {
-                let fault = Fault::Connection(why.clone());
+            if let Err(fault) = self.exchange(&mut stream).await {
                 for job in self.batch.drain(..) {
                     let _ = job.reply.send(Err(fault.clone()));
                 }
-                return Ended::Failed(why);
+                return Ended::Failed(fault);
             }
         }
     }
@@ -199,7 +200,7 @@ impl<'a> Conn<'a> {
     async fn exchange<S: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
         stream: &mut S,
-    ) -> Result<(), String> {
+    ) -> Result<(), Fault> {
         let mut scope = self.workspace.begin();
         let mut batch = Batch {
             link: self.link,
@@ -227,7 +228,7 @@ impl<'w> Batch<'_, 'w> {
     async fn run<S: AsyncRead + AsyncWrite + Unpin>(
         &mut self,
         stream: &mut S,
-    ) -> Result<(), String> {
+    ) -> Result<(), Fault> {
         let first = *self.opaque;
         let deadline = Instant::now() + self.link.io_timeout;
         let commands = self.encode()?;
@@ -235,8 +236,8 @@ impl<'w> Batch<'_, 'w> {
         self.link.counters.commands.add(self.jobs.len() as u64);
         timeout_at(deadline, stream.write_all(commands))
             .await
-            .map_err(|_| "write timed out".to_owned())?
-            .map_err(|e| format!("write: {e}"))?;
+            .map_err(|_| Fault::Timeout)?
+            .map_err(|e| Fault::Connection(format!("write: {e}")))?;
 
         let link = self.link;
         let mut input = self.arena.writer();
@@ -252,22 +253,24 @@ impl<'w> Batch<'_, 'w> {
             expected = expected.wrapping_add(1);
             // An out-of-step reply fails its job and, through the error, the connection.
             let poisoned = match &verdict {
-                Err(Fault::Connection(why)) => Some(why.clone()),
+                Err(fault @ Fault::Protocol(_)) => Some(fault.clone()),
                 _ => None,
             };
             let _ = job.reply.send(verdict);
-            if let Some(why) = poisoned {
-                return Err(why);
+            if let Some(fault) = poisoned {
+                return Err(fault);
             }
         }
         if used != input.len() {
-            return Err("memcached sent more replies than commands".to_owned());
+            return Err(Fault::Protocol(
+                "memcached sent more replies than commands".to_owned(),
+            ));
         }
         Ok(())
     }
 
     /// All of the batch's commands, contiguous, for one write.
-    fn encode(&mut self) -> Result<&'w [u8], String> {
+    fn encode(&mut self) -> Result<&'w [u8], Fault> {
         let mut out = self.arena.writer();
         for job in self.jobs.iter() {
             let key = Key {
@@ -279,7 +282,7 @@ impl<'w> Batch<'_, 'w> {
         }
         out.commit()
             .map(|bytes| &*bytes)
-            .ok_or_else(|| "batch larger than its workspace".to_owned())
+            .ok_or_else(|| Fault::Protocol("batch larger than its workspace".to_owned()))
     }
 }
 
@@ -295,7 +298,7 @@ fn judge(link: &Link, reply: Reply, expected: u32) -> Result<Verdict, Fault> {
             counters.not_stored.inc();
             Ok(Verdict::Exists)
         }
-        Reply::Stored { opaque } | Reply::NotStored { opaque } => Err(Fault::Connection(format!(
+        Reply::Stored { opaque } | Reply::NotStored { opaque } => Err(Fault::Protocol(format!(
             "reply for command {opaque} where {expected} was due"
         ))),
         Reply::ServerError(message) => {
@@ -312,28 +315,34 @@ async fn read_reply<S: AsyncRead + Unpin>(
     input: &mut ArenaWriter<'_, '_>,
     from: usize,
     deadline: Instant,
-) -> Result<(Reply, usize), String> {
+) -> Result<(Reply, usize), Fault> {
     loop {
         match proto::parse_reply(&input.as_bytes()[from..]) {
             Ok(Some(parsed)) => return Ok(parsed),
             Ok(None) => {}
-            Err(e) => return Err(e.to_string()),
+            Err(e) => return Err(Fault::Protocol(e.to_string())),
         }
         let room = input.spare(READ_CHUNK);
         if room.is_empty() {
-            return Err("replies larger than their workspace".to_owned());
+            return Err(Fault::Protocol(
+                "replies larger than their workspace".to_owned(),
+            ));
         }
         let read = timeout_at(deadline, stream.read(room))
             .await
             .map_err(|_| {
                 link.counters.timeouts.inc();
-                "reply timed out".to_owned()
+                Fault::Timeout
             })?
-            .map_err(|e| format!("read: {e}"))?;
+            .map_err(|e| Fault::Connection(format!("read: {e}")))?;
         if read == 0 {
-            return Err("memcached closed the connection".to_owned());
+            return Err(Fault::Connection(
+                "memcached closed the connection".to_owned(),
+            ));
         }
-        input.advance(read).map_err(|e| e.to_string())?;
+        input
+            .advance(read)
+            .map_err(|e| Fault::Protocol(e.to_string()))?;
     }
 }
 

@@ -25,9 +25,25 @@ fn replicated_spend_needs_a_majority_of_stored() {
     assert_eq!(tally(&[S, F, F]), Err(Fault::Timeout));
     // A restarted, empty server says "stored" for a spent token: outvoted.
     assert_eq!(tally(&[E, E, S]), Ok(Decision::Spent));
+    // Two replicas that lost the record (one restarted empty, one down when the token was
+    // spent) are a majority of "stored": the one that kept it still decides.
+    assert_eq!(tally(&[S, E, S]), Ok(Decision::Spent));
+    assert_eq!(tally(&[S, S, S, S, E]), Ok(Decision::Spent));
     // A split between two concurrent redemptions: neither wins.
     assert_eq!(tally(&[S, E]), Ok(Decision::Spent));
     assert_eq!(tally(&[S, E, F]), Ok(Decision::Spent));
+}
+
+#[test]
+fn a_fault_that_is_not_transient_is_the_one_reported() {
+    let full = Err(Fault::Server("SERVER_ERROR out of memory".into()));
+    assert_eq!(
+        tally(&[F, full.clone(), S]),
+        full.clone().map(|_| Decision::Fresh)
+    );
+    assert_eq!(tally(&[full.clone(), F, S]), full.map(|_| Decision::Fresh));
+    let reset = Err(Fault::Connection("reset".into()));
+    assert_eq!(tally(&[F, reset, S]), Err(Fault::Timeout));
 }
 
 #[test]
