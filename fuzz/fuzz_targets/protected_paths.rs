@@ -1,7 +1,15 @@
 //! ProtectedPaths::parse on arbitrary text (the `TOKEN_PATHS` var), then `covers` of an
-//! arbitrary path, against two origins written plainly: one taking the path as sent, one
-//! decoding it once and then merging slashes and resolving dot segments (as nginx does).
-//! Whatever either serves under a listed prefix must be covered.
+//! arbitrary path, against origins written plainly, each reading the path its own way:
+//! - as sent (Node's `http` and Express, which match the raw path ignoring case);
+//! - nginx: decoded once, slashes merged, dot segments resolved (Go's `net/http` cleans the
+//!   decoded path the same way);
+//! - Apache with `AllowEncodedSlashes On`: dot segments resolved as sent, then decoded, `%2F`
+//!   included, leaving the dot segments that decoding makes;
+//! - IIS: decoded twice, `\` a separator, dot segments resolved, names without their trailing
+//!   dots and spaces;
+//! - Python frameworks (WSGI and ASGI): decoded once, nothing merged or resolved.
+//!
+//! Whatever any of them serves under a listed prefix must be covered.
 #![no_main]
 
 use edgewise::ProtectedPaths;
@@ -22,11 +30,20 @@ fuzz_target!(|data: &[u8]| {
         .filter(|e| !e.is_empty())
         .map(str::to_ascii_lowercase)
         .collect();
-    let nginx = resolved(&decoded(path.as_bytes()));
-    for reading in [
-        path.as_bytes().to_ascii_lowercase(),
-        nginx.to_ascii_lowercase(),
-    ] {
+    let raw = path.as_bytes();
+    let readings = [
+        raw.to_vec(),
+        resolved(&decoded(raw), Separators::Slash, Names::AsTheyAre),
+        decoded(&resolved(raw, Separators::Slash, Names::AsTheyAre)),
+        resolved(
+            &decoded(&decoded(raw)),
+            Separators::SlashAndBackslash,
+            Names::WindowsTrimmed,
+        ),
+        decoded(raw),
+    ];
+    for reading in readings {
+        let reading = reading.to_ascii_lowercase();
         for prefix in &prefixes {
             if under(&reading, prefix.as_bytes()) {
                 assert!(covered, "{path:?} is under {prefix:?}");
@@ -70,14 +87,39 @@ fn decoded(path: &[u8]) -> Vec<u8> {
     out
 }
 
-fn resolved(path: &[u8]) -> Vec<u8> {
+#[derive(Clone, Copy, PartialEq)]
+enum Separators {
+    Slash,
+    SlashAndBackslash,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Names {
+    AsTheyAre,
+    /// Without trailing dots and spaces, as Windows reads a file name.
+    WindowsTrimmed,
+}
+
+fn resolved(path: &[u8], separators: Separators, names: Names) -> Vec<u8> {
+    let backslash = separators == Separators::SlashAndBackslash;
+    let segments: Vec<&[u8]> = path
+        .split(|&b| b == b'/' || (backslash && b == b'\\'))
+        .collect();
     let mut stack: Vec<&[u8]> = Vec::new();
-    let segments: Vec<&[u8]> = path.split(|&b| b == b'/').collect();
     for segment in &segments {
         match *segment {
             b"" | b"." => {}
             b".." => {
                 stack.pop();
+            }
+            s if names == Names::WindowsTrimmed => {
+                let end = s
+                    .iter()
+                    .rposition(|b| !matches!(b, b'.' | b' '))
+                    .map_or(0, |i| i + 1);
+                if end > 0 {
+                    stack.push(&s[..end]);
+                }
             }
             s => stack.push(s),
         }

@@ -7,17 +7,23 @@
 //! sent let `//private/doc`, `/%70rivate/doc`, `/PRIVATE/doc` and `/private;x/doc` through to
 //! origins that serve each of them as `/private/doc`.
 //!
+//! IIS also drops a name's trailing dots and spaces (`/private./doc`, `/private%20/doc`), and a
+//! server that decodes `%2F` without resolving the dot segments it makes (Apache with
+//! `AllowEncodedSlashes On`, WSGI and ASGI frameworks) routes `/private%2F..%2Fadmin` by its
+//! `/private` prefix.
+//!
 //! So a path is protected if a prefix covers it in any of its readings: as sent; percent-decoded
-//! none to [`DECODE_PASSES`] times (an origin may decode twice), each then split at `/` alone
-//! and at `\` too, with `;` parameters dropped and kept, and empty, `.` and `..` segments
-//! resolved.
+//! none to [`DECODE_PASSES`] times (an origin may decode twice), and each of those with its dot
+//! segments resolved and then decoded once more (Apache); each then split at `/` alone and at
+//! `\` too, with `;` parameters dropped and kept, `.` and `..` segments resolved and kept,
+//! trailing dots and spaces of names kept and dropped, and empty segments dropped.
 //! Every comparison ignores ASCII case. This fails closed: an odd spelling of a public path
 //! may be asked for a token, no spelling of a protected one gets through without.
 
 use alloc::{string::String, vec::Vec};
 
 use crate::Error;
-use crate::path::{Params, Slashes, decode_once, is_plain, normalised};
+use crate::path::{Reading, decode_once, is_plain, normalised};
 
 #[cfg(test)]
 mod tests;
@@ -81,21 +87,25 @@ impl ProtectedPaths {
             if self.covers_decoded(&decoded) {
                 return true;
             }
+            // Apache resolves the dot segments it sees, then decodes (`%2F` too, with
+            // `AllowEncodedSlashes On`): the dot segments decoding makes stay names. One
+            // decoding more, so only within the passes.
+            if pass < DECODE_PASSES {
+                let mut then = normalised(&decoded, Reading::APACHE);
+                if decode_once(&mut then) && self.covers_decoded(&then) {
+                    return true;
+                }
+            }
         }
         false
     }
 
-    /// Whether a path decoded so far is covered in a reading with `..` resolved, each way:
-    /// `..;` is `..` to Tomcat and a segment of its own to nginx, `\` a separator to IIS and
-    /// a byte to the others.
+    /// Whether a path decoded so far is covered in any reading of it ([`Reading::all`]): `..;`
+    /// is `..` to Tomcat and a segment of its own to nginx, `\` a separator to IIS and a byte
+    /// to the others, `..` resolved by nginx and a name to Flask, `private.` a name to nginx and
+    /// `private` to IIS.
     fn covers_decoded(&self, decoded: &[u8]) -> bool {
-        [Slashes::Both, Slashes::Forward]
-            .into_iter()
-            .any(|slashes| {
-                [Params::Drop, Params::Keep]
-                    .into_iter()
-                    .any(|params| self.covers_reading(&normalised(decoded, slashes, params)))
-            })
+        Reading::all().any(|reading| self.covers_reading(&normalised(decoded, reading)))
     }
 
     fn covers_reading(&self, path: &[u8]) -> bool {

@@ -17,7 +17,7 @@
 
 use alloc::{borrow::Cow, string::String, vec::Vec};
 
-use crate::path::{Params, Slashes, decode_once, is_plain, normalised};
+use crate::path::{Reading, decode_once, is_plain, normalised};
 use crate::{Error, MAX_VALUE_LEN};
 
 /// Most attributes a list may name: metadata beyond this is not a routing key any more.
@@ -158,7 +158,7 @@ pub fn routing_path(path: &str) -> Cow<'_, str> {
     }
     let mut bytes = path.as_bytes().to_vec();
     decode_once(&mut bytes);
-    let read = normalised(&bytes, Slashes::Forward, Params::Drop);
+    let read = normalised(&bytes, Reading::COMMON);
     match String::from_utf8(read) {
         Ok(read) => Cow::Owned(read),
         Err(e) => Cow::Owned(String::from_utf8_lossy(e.as_bytes()).into_owned()),

@@ -5,6 +5,7 @@ use alloc::{string::String, vec, vec::Vec};
 use proptest::prelude::*;
 
 use super::*;
+use crate::path::{Dots, Ends, Params, Slashes};
 
 fn paths(list: &str) -> ProtectedPaths {
     ProtectedPaths::parse(list).unwrap_or_else(|e| panic!("{list}: {e}"))
@@ -151,6 +152,33 @@ fn bad_prefixes_are_refused_with_the_entry() {
     }
 }
 
+/// IIS reads `private.` and `private ` as `private`; Apache (`AllowEncodedSlashes On`) and
+/// Python frameworks route `/private%2F..%2Fadmin` by its `/private` prefix.
+#[test]
+fn trailing_dots_and_encoded_slashes_before_dot_segments_are_covered() {
+    let p = paths("/private");
+    for covered in [
+        "/private./doc",
+        "/private%2e/doc",
+        "/private%20/doc",
+        "/PRIVATE.%20./doc",
+        "/private.",
+        "/private%2F..%2Fadmin",
+        "/private%2f..%2fadmin",
+        "/private%252F..%252Fadmin",
+        "/private%5C..%5Cadmin",
+    ] {
+        assert!(p.covers(covered), "{covered}");
+    }
+    for open in [
+        "/privateer./doc",
+        "/public./doc",
+        "/public%2F..%2Fprivateer",
+    ] {
+        assert!(!p.covers(open), "{open}");
+    }
+}
+
 #[test]
 fn prefixes_are_matched_without_regard_to_case() {
     assert!(paths("/Private/DOCS").covers("/private/docs/x"));
@@ -159,22 +187,42 @@ fn prefixes_are_matched_without_regard_to_case() {
 
 #[test]
 fn normalised_readings() {
-    let read = |path: &str, slashes, params| {
-        String::from_utf8(normalised(path.as_bytes(), slashes, params))
+    let read = |path: &str, slashes, params, dots, ends| {
+        let reading = Reading {
+            slashes,
+            params,
+            dots,
+            ends,
+        };
+        String::from_utf8(normalised(path.as_bytes(), reading))
     };
-    let both = |path| read(path, Slashes::Both, Params::Drop);
+    let both = |path| read(path, Slashes::Both, Params::Drop, Dots::Resolve, Ends::Keep);
     assert_eq!(both("").as_deref(), Ok("/"));
     assert_eq!(both("/a//b/./c;x=1/").as_deref(), Ok("/a/b/c/"));
     assert_eq!(both("/a/../b").as_deref(), Ok("/b"));
     assert_eq!(both("/../../a/..").as_deref(), Ok("/"));
     assert_eq!(both("\\a\\b").as_deref(), Ok("/a/b"));
     assert_eq!(both("/a/b/..;x").as_deref(), Ok("/a/"));
-    let kept = read("/a/b/..;x", Slashes::Both, Params::Keep);
-    assert_eq!(kept.as_deref(), Ok("/a/b/..;x"));
-    let forward = read("/a\\b/..", Slashes::Forward, Params::Keep);
-    assert_eq!(forward.as_deref(), Ok("/"));
-    let forward = read("/a/b\\..", Slashes::Forward, Params::Keep);
-    assert_eq!(forward.as_deref(), Ok("/a/b\\.."));
+    assert_eq!(both("/a./b. ").as_deref(), Ok("/a./b. "));
+    let keep = |path| {
+        read(
+            path,
+            Slashes::Forward,
+            Params::Keep,
+            Dots::Resolve,
+            Ends::Keep,
+        )
+    };
+    assert_eq!(keep("/a/b/..;x").as_deref(), Ok("/a/b/..;x"));
+    assert_eq!(keep("/a\\b/..").as_deref(), Ok("/"));
+    assert_eq!(keep("/a/b\\..").as_deref(), Ok("/a/b\\.."));
+    let names = |path| read(path, Slashes::Forward, Params::Keep, Dots::Keep, Ends::Keep);
+    assert_eq!(names("/a/../b/./c//").as_deref(), Ok("/a/../b/./c/"));
+    let iis = |path| read(path, Slashes::Both, Params::Keep, Dots::Resolve, Ends::Trim);
+    assert_eq!(iis("/a./b .. /c\\..").as_deref(), Ok("/a/b/"));
+    assert_eq!(iis("/a/.../b").as_deref(), Ok("/a/b"));
+    assert_eq!(Reading::all().count(), 16);
+    assert!(Reading::all().any(|r| r == Reading::COMMON));
     let mut bytes = b"%41%4a%zz%4".to_vec();
     assert!(decode_once(&mut bytes));
     assert_eq!(bytes, b"AJ%zz%4");
@@ -229,15 +277,45 @@ mod origins {
         stack
     }
 
-    /// Every origin model's segments for `path`: nginx (decodes once, merges, resolves),
-    /// Tomcat (drops parameters, decodes once, resolves), IIS (decodes twice, `\` is `/`),
-    /// and one that takes segments as they come, merging slashes.
+    /// Segments as they come: no slash merged, no dot segment resolved.
+    fn kept(bytes: &[u8]) -> Vec<Vec<u8>> {
+        bytes
+            .split(|b| *b == b'/')
+            .skip(1)
+            .map(<[u8]>::to_vec)
+            .collect()
+    }
+
+    /// Each segment without its trailing dots and spaces, as Windows names are read.
+    fn trimmed(segments: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let trim = |s: &[u8]| {
+            let end = s
+                .iter()
+                .rposition(|b| !matches!(b, b'.' | b' '))
+                .map_or(0, |i| i + 1);
+            s[..end].to_vec()
+        };
+        segments.iter().map(|s| trim(s)).collect()
+    }
+
+    /// Every origin model's segments for `path`: nginx and Go's `net/http` (decode once,
+    /// merge, resolve), Tomcat (drops parameters, decodes once, resolves), IIS (decodes twice,
+    /// `\` is `/`, names lose their trailing dots and spaces), Apache with
+    /// `AllowEncodedSlashes On` (resolves the path as sent, then decodes `%2F` too), WSGI and
+    /// ASGI frameworks (decode once, resolve nothing), Express (matches the path as sent), and
+    /// one that takes segments as they come, merging slashes.
     pub fn readings(path: &str) -> Vec<Vec<Vec<u8>>> {
+        let apache: Vec<Vec<u8>> = resolved(path.as_bytes(), false, false);
+        let apache = alloc::format!("/{}", String::from_utf8_lossy(&apache.join(&b'/')));
         let mut all = vec![
             resolved(&decode(path, 1), false, false),
             resolved(&decode(path, 1), false, true),
             resolved(&decode(path, 2), true, false),
+            trimmed(resolved(&decode(path, 2), true, false)),
             resolved(path.as_bytes(), false, false),
+            kept(&decode(&apache, 1)),
+            kept(&decode(path, 1)),
+            kept(path.as_bytes()),
         ];
         // Tomcat drops parameters before decoding as well.
         let stripped: Vec<&str> = path
@@ -281,6 +359,14 @@ fn segment() -> impl Strategy<Value = &'static str> {
         "%",
         "a",
         "privateer",
+        "private.",
+        "private%2e",
+        "private%20",
+        "private. ",
+        "...",
+        "private%2F..",
+        "..%2F",
+        "%2F..%2F",
     ])
 }
 
