@@ -2,9 +2,11 @@
 //!
 //! Request list: names a client must never be able to inject because something behind the edge
 //! trusts them (identity asserted by an auth proxy, routing and rewrite overrides, framework
-//! internals such as the one behind CVE-2025-29927, CDN tier-to-tier control). Headers the edge
-//! platform sets itself for the origin (`cf-connecting-ip`, `x-forwarded-for`, ...) are not
-//! here: stripping them would remove the platform's own values.
+//! internals such as the one behind CVE-2025-29927, CDN tier-to-tier control, the forwarded
+//! host, scheme, port, prefix and client address that frameworks believe behind a proxy, method
+//! overrides). Headers the edge platform sets itself for the origin (`cf-connecting-ip`,
+//! `x-forwarded-for`, `x-forwarded-proto`) are not here: stripping them would remove the
+//! platform's own values.
 //!
 //! Response list: names that leak internals or instruct a proxy and must not reach clients.
 
@@ -72,6 +74,35 @@ pub const DEFAULT_INTERNAL_REQUEST_HEADERS: &[&str] = &[
     "x-client-cert",
     "x-client-verify",
     "x-forwarded-client-cert",
+    // Cloudflare Access identity: asserted by Access, never by a client
+    "cf-access-authenticated-user-email",
+    "cf-access-jwt-assertion",
+    // forwarding headers frameworks trust behind a proxy (host, scheme, port and prefix of
+    // the public URL: a forged one poisons redirects, absolute links and cache keys)
+    "forwarded",
+    "x-forwarded-host",
+    "x-forwarded-server",
+    "x-forwarded-port",
+    "x-forwarded-prefix",
+    "x-forwarded-path",
+    "x-forwarded-scheme",
+    "x-forwarded-ssl",
+    "x-url-scheme",
+    "front-end-https",
+    "x-original-host",
+    "x-host",
+    // client addresses frameworks trust behind a proxy (rate limits, allowlists, audit logs)
+    "x-real-ip",
+    "true-client-ip",
+    "x-client-ip",
+    "x-cluster-client-ip",
+    "x-originating-ip",
+    "x-remote-ip",
+    "x-remote-addr",
+    // method overrides: a GET that an app runs as DELETE
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
     // URL and routing overrides
     "x-original-url",
     "x-rewrite-url",

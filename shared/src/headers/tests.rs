@@ -255,6 +255,65 @@ fn default_lists_are_valid_and_match_their_families() {
     );
 }
 
+/// Each family of client-forgeable headers that frameworks trust behind a proxy is in the
+/// default request list, in any case; the platform's own forwarding headers are not.
+#[test]
+fn default_request_list_covers_forgeable_proxy_headers() {
+    let req = HeaderSet::new(DEFAULT_INTERNAL_REQUEST_HEADERS).unwrap();
+    let families: [(&str, &[&str]); 4] = [
+        (
+            "forwarded host, scheme, port and prefix",
+            &[
+                "Forwarded",
+                "X-Forwarded-Host",
+                "x-forwarded-server",
+                "X-Forwarded-Port",
+                "x-forwarded-prefix",
+                "X-Forwarded-Scheme",
+                "x-forwarded-ssl",
+                "X-Original-Host",
+            ],
+        ),
+        (
+            "client addresses",
+            &[
+                "X-Real-IP",
+                "True-Client-IP",
+                "x-client-ip",
+                "X-Cluster-Client-IP",
+            ],
+        ),
+        (
+            "method overrides",
+            &[
+                "X-HTTP-Method-Override",
+                "x-method-override",
+                "X-HTTP-Method",
+            ],
+        ),
+        (
+            "Cloudflare Access identity",
+            &[
+                "Cf-Access-Authenticated-User-Email",
+                "cf-access-jwt-assertion",
+            ],
+        ),
+    ];
+    for (family, names) in families {
+        for name in names {
+            assert!(req.contains(name.as_bytes()), "{family}: {name}");
+        }
+    }
+    for platform in [
+        "x-forwarded-for",
+        "x-forwarded-proto",
+        "cf-connecting-ip",
+        "cf-ray",
+    ] {
+        assert!(!req.contains(platform.as_bytes()), "{platform}");
+    }
+}
+
 #[test]
 fn strip_removes_every_match_once_and_keeps_the_rest_in_order() {
     let s = set(&["x-internal-*", "x-secret"]);
