@@ -105,6 +105,26 @@ impl Origin {
         &self.base[self.authority.clone()]
     }
 
+    /// The host without its port: a name, an IPv4 address or a bracketed IPv6 one.
+    pub fn host(&self) -> &str {
+        let authority = self.authority();
+        match authority.rfind(':') {
+            Some(colon) if !authority[colon..].contains(']') => &authority[..colon],
+            _ => authority,
+        }
+    }
+
+    /// Whether the host is this machine: `localhost`, an address of `127.0.0.0/8` or `[::1]`.
+    /// Traffic to it never crosses a network.
+    pub fn is_loopback(&self) -> bool {
+        let host = self.host();
+        host == "localhost"
+            || host == "[::1]"
+            || host
+                .parse::<core::net::Ipv4Addr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// The path prefix every forwarded path is appended to; empty or starting with `/`.
     pub fn path_prefix(&self) -> &str {
         &self.base[self.authority.end..]

@@ -249,3 +249,28 @@ test("misconfigured token settings make every request a 500", async () => {
     }
   }
 });
+
+// The bearer secret and every token go to DAEMON_URL: plain http:// only to this machine, or
+// where the operator said so. (`.invalid` never resolves: no request can leave the machine.)
+test("a plain http:// DAEMON_URL to another host is refused unless allowed", async () => {
+  const settings = { ORIGIN_URL: origin.url, TOKEN_PATHS: "/x", ISSUER_NAME: "i", ISSUER_KEYS: keys, DAEMON_SECRET: SECRET };
+  for (const [vars, status] of [
+    [{ DAEMON_URL: "http://daemon.invalid:7878" }, 500],
+    [{ DAEMON_URL: "http://10.0.0.1.invalid" }, 500],
+    [{ DAEMON_URL: "http://daemon.invalid:7878", DAEMON_ALLOW_HTTP: "off" }, 500],
+    [{ DAEMON_URL: "http://daemon.invalid:7878", DAEMON_ALLOW_HTTP: "on" }, 401],
+    [{ DAEMON_URL: "https://daemon.invalid" }, 401],
+    [{ DAEMON_URL: "http://localhost:7878" }, 401],
+    [{ DAEMON_URL: "http://[::1]:7878" }, 401],
+  ]) {
+    const w = await startWorker({ ...settings, ...vars });
+    try {
+      // No token: a worker that accepted the settings answers 401 without calling the daemon.
+      const res = await w.dispatchFetch("http://edge.test/x");
+      assert.equal(res.status, status, JSON.stringify(vars));
+      await res.arrayBuffer();
+    } finally {
+      await w.dispose();
+    }
+  }
+});

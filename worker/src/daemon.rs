@@ -4,21 +4,32 @@
 
 use std::time::Duration;
 
-use edgewise::Origin;
+use edgewise::{Origin, Scheme};
 use futures_util::future::{Either, select};
 use worker::{AbortController, Delay, Env, Fetch, Headers, Request, Response};
 
-use crate::config::{number, var};
+use crate::config::{number, switch, var};
 
 const DAEMON_URL: &str = "DAEMON_URL";
 const DAEMON_SECRET: &str = "DAEMON_SECRET";
 const DAEMON_TIMEOUT_MS: &str = "DAEMON_TIMEOUT_MS";
+const DAEMON_ALLOW_HTTP: &str = "DAEMON_ALLOW_HTTP";
 
-#[derive(Debug)]
 pub(crate) struct Daemon {
     base: Origin,
+    /// `Bearer <secret>`: never printed.
     authorization: String,
     timeout: Duration,
+}
+
+impl std::fmt::Debug for Daemon {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Daemon")
+            .field("base", &self.base.as_str())
+            .field("authorization", &"Bearer <redacted>")
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 impl Daemon {
@@ -27,6 +38,18 @@ impl Daemon {
         let url = var(env, DAEMON_URL)?
             .ok_or_else(|| format!("{DAEMON_URL} is not set but {needed_by} needs the daemon"))?;
         let base = Origin::parse(&url).map_err(|e| format!("{DAEMON_URL}: {e}"))?;
+        // The bearer secret and every token go to the daemon: in the clear only on this
+        // machine, or where an operator said so (a private link of their own).
+        if base.scheme() == Scheme::Http
+            && !base.is_loopback()
+            && switch(env, DAEMON_ALLOW_HTTP)? != Some(true)
+        {
+            return Err(format!(
+                "{DAEMON_URL} is plain http:// to {}, which would send the daemon's secret and \
+                 every token in the clear: use https://, or set {DAEMON_ALLOW_HTTP}=on",
+                base.host()
+            ));
+        }
         let secret = match env.secret(DAEMON_SECRET) {
             Ok(secret) => Some(secret.to_string()),
             Err(_) => var(env, DAEMON_SECRET)?,

@@ -383,3 +383,32 @@ proptest! {
         prop_assert!(!super::plainly_valid(&url) || split_checked(&url).is_ok(), "{}", url);
     }
 }
+
+#[test]
+fn loopback_hosts_are_this_machine_only() {
+    for url in [
+        "http://localhost",
+        "http://localhost:7878",
+        "http://127.0.0.1:7878",
+        "http://127.8.9.10",
+        "http://[::1]:8080/api",
+        "HTTP://LOCALHOST",
+    ] {
+        let origin = Origin::parse(url).unwrap();
+        assert!(origin.is_loopback(), "{url}");
+    }
+    for url in [
+        "http://daemon.example",
+        "http://10.0.0.1:7878",
+        "http://128.0.0.1",
+        "http://localhost.example",
+        "http://127.0.0.1.example",
+        "http://[::2]",
+        "https://0.0.0.0",
+    ] {
+        let origin = Origin::parse(url).unwrap();
+        assert!(!origin.is_loopback(), "{url}");
+    }
+    assert_eq!(Origin::parse("http://[::1]:80").unwrap().host(), "[::1]");
+    assert_eq!(Origin::parse("http://h:81").unwrap().host(), "h");
+}
