@@ -117,7 +117,12 @@ impl Features {
             .metrics
             .observe_snapshot(&lock(&features.publisher).snapshot);
         if let Some(ingest_dir) = &config.ingest_dir {
-            ingest::spawn(Arc::clone(&features), ingest_dir, config.ingest_interval())?;
+            ingest::spawn(
+                Arc::clone(&features),
+                ingest_dir,
+                config.ingest_interval(),
+                config.max_ingest_bytes,
+            )?;
         }
         if let (Some(socket), Some(connections)) = (&config.socket, &features.socket) {
             let lookup = Arc::clone(&features) as Arc<dyn memcache::Lookup>;

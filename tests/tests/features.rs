@@ -219,6 +219,29 @@ fn snapshot_files_are_ingested_or_rejected_with_a_reason() {
     drop(daemon);
 }
 
+/// Whoever can write the ingest directory can point the daemon at nothing else: a hard link to
+/// a file outside it is rejected unread, and its `.error` says so without a byte of the file.
+#[test]
+fn a_hard_link_to_a_secret_is_rejected_unread() {
+    let setup = Setup::new("hardlink");
+    let mut daemon = setup.start();
+    let secret = setup.dir.join("secret.csv");
+    std::fs::write(&secret, "7,0.123456\n").unwrap();
+    let ingest = setup.dir.join("ingest");
+    wait_until(Duration::from_secs(10), || ingest.join("rejected").exists());
+    std::fs::hard_link(&secret, ingest.join("stolen.csv")).unwrap();
+    let logged = daemon.wait_for_log("rejected", Duration::from_secs(10));
+    assert!(logged.contains("hard link"), "{logged}");
+    let error_file = ingest.join("rejected/stolen.csv.error");
+    wait_until(Duration::from_secs(10), || error_file.exists());
+    let reason = std::fs::read_to_string(&error_file).unwrap();
+    assert!(reason.contains("hard link"), "{reason}");
+    assert_eq!(read(&setup.store(), "stolen", 7), None);
+    daemon.signal("TERM");
+    let (_, log) = daemon.wait(Duration::from_secs(20));
+    assert!(!log.join("\n").contains("0.123456"));
+}
+
 #[test]
 fn the_socket_speaks_memcached_and_a_restart_resumes() {
     let setup = Setup::new("socket");

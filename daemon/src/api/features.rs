@@ -74,7 +74,17 @@ pub(super) async fn get(
             "the key must be an unsigned 64-bit integer",
         );
     };
-    match features.get(&table, key) {
+    // A store read may fault pages in from disk: off the runtime's worker threads.
+    let store = Arc::clone(features);
+    let read = tokio::task::spawn_blocking(move || {
+        let row = store.get(&table, key);
+        (table, row)
+    })
+    .await;
+    let Ok((table, row)) = read else {
+        return error(StatusCode::INTERNAL_SERVER_ERROR, "feature read failed");
+    };
+    match row {
         Ok(Some((version, values))) => Json(Row {
             table: &table,
             key,

@@ -197,7 +197,11 @@ fn config_keys() -> Vec<String> {
         }
     }
     let mut keys = Vec::new();
-    walk("", &serde_json::to_value(Config::default()).unwrap(), &mut keys);
+    walk(
+        "",
+        &serde_json::to_value(Config::default()).unwrap(),
+        &mut keys,
+    );
     keys
 }
 
@@ -221,8 +225,9 @@ fn every_key_is_documented_in_the_reference_and_the_example() {
             .unwrap_or_else(|| panic!("no [{section}] in the example"));
         let body = body.split("\n[").next().unwrap();
         assert!(
-            body.lines()
-                .any(|l| l.trim_start_matches("# ").starts_with(&format!("{name} = "))),
+            body.lines().any(|l| l
+                .trim_start_matches("# ")
+                .starts_with(&format!("{name} = "))),
             "{key} missing from daemon/dist/edgewised.example.toml"
         );
     }

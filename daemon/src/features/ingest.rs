@@ -8,12 +8,20 @@
 //! and is moved to `rejected/` beside a `<name>.error` saying why. A good file the store fails
 //! to publish (a full disk) stays where it is and is tried again each interval: its change is
 //! held in memory and goes out with the next publish, so it is not rejected.
+//!
+//! Whoever can write the directory is not trusted with anything else: a file is opened without
+//! following a symlink and taken only if it is a regular file of one link, at most
+//! `features.max_ingest_bytes` long (a FIFO, a device or a hard link to a secret is refused
+//! unread), and no byte of a file is ever copied into a log or an `.error` file, which is
+//! created anew, never through a link left in its place.
 
 pub(super) mod csv;
 
 use std::{
     collections::HashMap,
     fs,
+    io::{Read, Write},
+    os::unix::fs::{MetadataExt, OpenOptionsExt},
     path::{Path, PathBuf},
     sync::Arc,
     time::{Duration, SystemTime},
@@ -27,7 +35,13 @@ use super::{Change, Features, PublishError, Published, change::table_name};
 type Stamp = (u64, SystemTime);
 
 /// Starts scanning `dir` every `interval`; creates it and its `done/`, `rejected/` children.
-pub(super) fn spawn(features: Arc<Features>, dir: &Path, interval: Duration) -> anyhow::Result<()> {
+/// Files longer than `max_bytes` are rejected unread.
+pub(super) fn spawn(
+    features: Arc<Features>,
+    dir: &Path,
+    interval: Duration,
+    max_bytes: u64,
+) -> anyhow::Result<()> {
     for sub in ["", "done", "rejected"] {
         fs::create_dir_all(dir.join(sub)).with_context(|| {
             format!("creating the ingest directory {}", dir.join(sub).display())
@@ -41,7 +55,10 @@ pub(super) fn spawn(features: Arc<Features>, dir: &Path, interval: Duration) -> 
             for path in ready {
                 let features = Arc::clone(&features);
                 let dir = dir.clone();
-                let _ = tokio::task::spawn_blocking(move || ingest(&features, &dir, &path)).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    ingest(&features, &dir, &path, max_bytes);
+                })
+                .await;
             }
             tokio::time::sleep(interval).await;
         }
@@ -79,7 +96,7 @@ fn settled(dir: &Path, waiting: &mut HashMap<PathBuf, Stamp>) -> Vec<PathBuf> {
 }
 
 /// Parses, publishes and files away one snapshot file.
-fn ingest(features: &Features, dir: &Path, path: &Path) {
+fn ingest(features: &Features, dir: &Path, path: &Path, max_bytes: u64) {
     let closed = super::lock(&features.ingest_gate);
     if *closed {
         return;
@@ -89,7 +106,7 @@ fn ingest(features: &Features, dir: &Path, path: &Path) {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     tracing::info!(file = %name, "ingesting a feature snapshot file");
-    let change = match read(path, &name) {
+    let change = match read(path, &name, max_bytes) {
         Ok(change) => change,
         Err(error) => return reject(features, dir, path, &name, &error),
     };
@@ -116,32 +133,154 @@ fn reject(features: &Features, dir: &Path, path: &Path, name: &str, error: &anyh
     tracing::error!(file = %name, error = %reason, "feature snapshot file rejected, the last good version keeps serving");
     let target = dir.join("rejected").join(name);
     file_away(path, &target);
-    let _ = fs::write(
-        target.with_file_name(format!("{name}.error")),
-        reason + "\n",
-    );
+    if let Err(error) = write_new(&target.with_file_name(format!("{name}.error")), &reason) {
+        tracing::error!(file = %name, %error, "cannot write the rejected file's .error beside it");
+    }
 }
 
-fn read(path: &Path, name: &str) -> anyhow::Result<Change> {
-    if let Some(table) = name.strip_suffix(".csv") {
+/// Writes `reason` to a file made anew at `path`: whatever was there (an earlier `.error`, or
+/// a symlink someone left to make the daemon write elsewhere) is removed, and the file is
+/// created with `O_EXCL | O_NOFOLLOW`, so a link put back in between fails the write.
+fn write_new(path: &Path, reason: &str) -> std::io::Result<()> {
+    match fs::remove_file(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let mut file = fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .mode(0o640)
+        .open(path)?;
+    file.write_all(format!("{reason}\n").as_bytes())
+}
+
+fn read(path: &Path, name: &str, max_bytes: u64) -> anyhow::Result<Change> {
+    let kind = if let Some(table) = name.strip_suffix(".csv") {
         table_name(table)?;
-        let text = fs::read_to_string(path).context("reading")?;
-        let rows = csv::parse(&text)?;
-        return Ok(Change::ReplaceTable {
-            table: table.to_owned(),
-            rows,
-        });
+        Some(table)
+    } else if name.ends_with(".ewfs") {
+        None
+    } else {
+        anyhow::bail!("unknown snapshot file type: expected <table>.csv or <name>.ewfs")
+    };
+    let bytes = read_dropped(path, max_bytes)?;
+    match kind {
+        Some(table) => {
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|e| anyhow::anyhow!("not UTF-8 text (byte {})", e.valid_up_to()))?;
+            Ok(Change::ReplaceTable {
+                table: table.to_owned(),
+                rows: csv::parse(text)?,
+            })
+        }
+        None => Ok(Change::ReplaceAll(FeatureSnapshot::from_archive(&bytes)?)),
     }
-    if name.ends_with(".ewfs") {
-        let bytes = fs::read(path).context("reading")?;
-        return Ok(Change::ReplaceAll(FeatureSnapshot::from_archive(&bytes)?));
+}
+
+/// The contents of a dropped file, if it is a regular file of its own at most `max_bytes`
+/// long: opened without following a symlink and without blocking (a FIFO opened for reading
+/// waits for a writer), then checked on the descriptor itself, so that a file swapped for
+/// something else after the scan saw it is refused, not read.
+fn read_dropped(path: &Path, max_bytes: u64) -> anyhow::Result<Vec<u8>> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ELOOP) => anyhow::anyhow!("a symlink: not followed"),
+            _ => anyhow::Error::from(e).context("opening"),
+        })?;
+    let meta = file.metadata().context("reading its metadata")?;
+    if !meta.file_type().is_file() {
+        anyhow::bail!("not a regular file");
     }
-    anyhow::bail!("unknown snapshot file type: expected <table>.csv or <name>.ewfs")
+    if meta.nlink() > 1 {
+        anyhow::bail!("a hard link to a file with other names: not read");
+    }
+    if meta.len() > max_bytes {
+        anyhow::bail!(
+            "{} bytes, larger than features.max_ingest_bytes ({max_bytes})",
+            meta.len()
+        );
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(max_bytes + 1)
+        .read_to_end(&mut bytes)
+        .context("reading")?;
+    if bytes.len() as u64 > max_bytes {
+        anyhow::bail!("grew past features.max_ingest_bytes ({max_bytes}) while read");
+    }
+    Ok(bytes)
 }
 
 fn file_away(from: &Path, to: &Path) {
     if let Err(error) = fs::rename(from, to) {
         tracing::error!(%error, from = %from.display(), "cannot move an ingested file away; removing it");
         let _ = fs::remove_file(from);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("edgewise-ingest-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn refusal(path: &Path, max: u64) -> String {
+        format!("{:#}", read_dropped(path, max).unwrap_err())
+    }
+
+    #[test]
+    fn only_a_regular_file_of_its_own_within_the_cap_is_read() {
+        let dir = scratch("read");
+        let secret = dir.join("secret");
+        fs::write(&secret, "1,2\n").unwrap();
+        let plain = dir.join("plain.csv");
+        fs::write(&plain, "1,2\n").unwrap();
+        assert_eq!(read_dropped(&plain, 4).unwrap(), b"1,2\n");
+        assert!(refusal(&plain, 3).contains("max_ingest_bytes"));
+
+        let link = dir.join("link.csv");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        assert!(refusal(&link, 1 << 20).contains("symlink"));
+
+        let hard = dir.join("hard.csv");
+        fs::hard_link(&secret, &hard).unwrap();
+        assert!(refusal(&hard, 1 << 20).contains("hard link"));
+
+        // A FIFO nobody writes to: refused at once, not waited on.
+        let fifo = dir.join("fifo.csv");
+        let path = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `path` is a NUL-terminated string that outlives the call.
+        assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+        assert!(refusal(&fifo, 1 << 20).contains("not a regular file"));
+
+        assert!(refusal(&dir, 1 << 20).contains("not a regular file"));
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_error_file_is_made_anew_never_through_a_link() {
+        let dir = scratch("error");
+        let target = dir.join("target");
+        fs::write(&target, "keep me").unwrap();
+        let error = dir.join("x.csv.error");
+        std::os::unix::fs::symlink(&target, &error).unwrap();
+        write_new(&error, "why").unwrap();
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep me");
+        assert_eq!(fs::read_to_string(&error).unwrap(), "why\n");
+        assert!(!fs::symlink_metadata(&error).unwrap().is_symlink());
+        // A second rejection of the same name replaces the first reason.
+        write_new(&error, "again").unwrap();
+        assert_eq!(fs::read_to_string(&error).unwrap(), "again\n");
+        fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -4,6 +4,11 @@
 //! `get <table>:<key> [<table>:<key> ...]` answers `VALUE <table>:<key> 0 <bytes>` with the
 //! features as little-endian `f32`s for each hit, then `END`; misses are left out, as memcached
 //! does. `version` and `quit` work; anything else is `ERROR` (or `CLIENT_ERROR <reason>`).
+//!
+//! A `get` names at most [`MAX_KEYS`] keys and its reply holds at most [`MAX_REPLY`] bytes:
+//! a line of one key repeated would otherwise make a reply of thousands of vectors. Lookups
+//! run on the blocking pool: a store read may fault pages in from disk, and the runtime's few
+//! worker threads serve the token API.
 
 use std::{io, path::Path, sync::Arc};
 
@@ -16,6 +21,12 @@ use crate::connections::Connections;
 
 /// Longest command line accepted; memcached's own key limit is 250 bytes per key.
 const MAX_LINE: usize = 8 * 1024;
+
+/// Most keys one `get` may name.
+pub const MAX_KEYS: usize = 128;
+
+/// Most bytes of values one reply may hold; a `get` past it is answered with an error alone.
+pub const MAX_REPLY: usize = 4 * 1024 * 1024;
 
 /// Where lookups are answered from.
 pub trait Lookup: Send + Sync + 'static {
@@ -93,7 +104,19 @@ async fn connection(stream: UnixStream, lookup: Arc<dyn Lookup>) {
             out.extend_from_slice(b"CLIENT_ERROR line too long\r\n");
             false
         } else {
-            answer(line.trim_end(), &*lookup, &mut out)
+            let lookup = Arc::clone(&lookup);
+            let command = std::mem::take(&mut line);
+            let mut reply = std::mem::take(&mut out);
+            let answered = tokio::task::spawn_blocking(move || {
+                let open = answer(command.trim_end(), &*lookup, &mut reply);
+                (command, reply, open)
+            })
+            .await;
+            let Ok((command, reply, open)) = answered else {
+                return;
+            };
+            (line, out) = (command, reply);
+            open
         };
         // One write per reply: small replies split over several writes stall on Nagle/delayed ACK.
         if write.write_all(&out).await.is_err() || !keep_open {
@@ -107,8 +130,18 @@ fn answer(line: &str, lookup: &dyn Lookup, out: &mut Vec<u8>) -> bool {
     let mut words = line.split_ascii_whitespace();
     match words.next() {
         Some("get" | "gets") => {
-            for key in words {
+            let keys: Vec<&str> = words.take(MAX_KEYS + 1).collect();
+            if keys.len() > MAX_KEYS {
+                out.extend_from_slice(b"CLIENT_ERROR too many keys\r\n");
+                return true;
+            }
+            for key in keys {
                 value(key, lookup, out);
+                if out.len() > MAX_REPLY {
+                    out.clear();
+                    out.extend_from_slice(b"SERVER_ERROR reply too large\r\n");
+                    return true;
+                }
             }
             out.extend_from_slice(b"END\r\n");
         }
@@ -178,5 +211,31 @@ mod tests {
         assert_eq!(reply(""), (b"ERROR\r\n".to_vec(), true));
         assert!(reply("version").0.starts_with(b"VERSION edgewised-"));
         assert!(!reply("quit").1);
+    }
+
+    #[test]
+    fn a_get_is_capped_in_keys_and_in_reply_bytes() {
+        let keys = |n: usize| format!("get {}", vec!["t:7"; n].join(" "));
+        let (out, open) = reply(&keys(MAX_KEYS));
+        assert!(open && out.ends_with(b"END\r\n"));
+        assert_eq!(out.len(), MAX_KEYS * 25 + 5);
+        assert_eq!(
+            reply(&keys(MAX_KEYS + 1)),
+            (b"CLIENT_ERROR too many keys\r\n".to_vec(), true)
+        );
+
+        struct Large;
+        impl Lookup for Large {
+            fn lookup(&self, _: &str, _: u64, out: &mut Vec<u8>) -> bool {
+                out.resize(out.len() + MAX_REPLY / 4, 0);
+                true
+            }
+        }
+        let mut out = Vec::new();
+        assert!(answer("get t:1 t:2 t:3", &Large, &mut out));
+        assert!(out.ends_with(b"END\r\n"));
+        out.clear();
+        assert!(answer(&keys(5), &Large, &mut out));
+        assert_eq!(out, b"SERVER_ERROR reply too large\r\n");
     }
 }
