@@ -178,9 +178,15 @@ pub struct ServerConfig {
     /// Longest a request may take, reading its body included; slower ones get a 408 and
     /// their connection closed, so a client trickling a body cannot hold a handler forever.
     pub request_timeout_ms: u64,
+    /// Longest a connection may take to send a request's headers, or stay idle between
+    /// requests, before it is closed: what an unauthenticated client can hold a slot for.
+    pub header_timeout_ms: u64,
     /// Most API connections open at once; past it the server stops accepting, and further
     /// clients wait in the listen backlog until one closes.
     pub max_connections: usize,
+    /// Most API connections one peer (an IPv4 address, an IPv6 /64) may hold open; past it
+    /// its new connections are closed at once.
+    pub max_connections_per_peer: usize,
 }
 
 /// `[log]` table.
@@ -259,7 +265,9 @@ impl Default for ServerConfig {
             listen: SocketAddr::from(([127, 0, 0, 1], 7878)),
             shutdown_grace_secs: 10,
             request_timeout_ms: 10_000,
+            header_timeout_ms: 5_000,
             max_connections: 1024,
+            max_connections_per_peer: 256,
         }
     }
 }
@@ -494,10 +502,14 @@ impl Config {
 
     /// Checks what the types cannot: names, ranges, addresses.
     pub fn validate(&self) -> anyhow::Result<()> {
-        if self.server.request_timeout_ms == 0 {
-            anyhow::bail!("server.request_timeout_ms must be at least 1");
+        if self.server.request_timeout_ms == 0 || self.server.header_timeout_ms == 0 {
+            anyhow::bail!("server.request_timeout_ms and header_timeout_ms must be at least 1");
         }
         Connections::check("server.max_connections", self.server.max_connections)?;
+        Connections::check(
+            "server.max_connections_per_peer",
+            self.server.max_connections_per_peer,
+        )?;
         self.workspace.mode()?;
         self.tokens.validate()?;
         self.features.validate()
@@ -506,6 +518,11 @@ impl Config {
     /// The longest a request may take.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.server.request_timeout_ms)
+    }
+
+    /// The longest a connection may take to send a request's headers.
+    pub fn header_timeout(&self) -> Duration {
+        Duration::from_millis(self.server.header_timeout_ms)
     }
 
     /// The drain deadline after a shutdown signal.

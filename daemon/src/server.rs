@@ -54,8 +54,9 @@ impl Server {
     /// a client trickling its header lines held its connection (and a file descriptor) for as
     /// long as it liked, since `request_timeout_ms` starts once the headers are in, and one
     /// half-sent request kept a stopping daemon waiting for the whole grace period. Headers now
-    /// have `request_timeout_ms` to arrive. At most `server.max_connections` are open at once
-    /// (past it the server stops accepting until one closes).
+    /// have `header_timeout_ms` to arrive. At most `server.max_connections` are open at once
+    /// (past it the server stops accepting until one closes), and at most
+    /// `server.max_connections_per_peer` of one peer.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -64,7 +65,7 @@ impl Server {
         let grace = self.config.shutdown_grace();
         let mut http = http1::Builder::new();
         http.timer(TokioTimer::new())
-            .header_read_timeout(self.config.request_timeout());
+            .header_read_timeout(self.config.header_timeout());
         let routes = router(Arc::clone(&self.app));
         let graceful = GracefulShutdown::new();
         tracing::info!(%addr, "listening");
@@ -74,9 +75,9 @@ impl Server {
                 slot = self.app.connections().slot() => slot,
                 () = &mut shutdown => break,
             };
-            let stream = tokio::select! {
+            let (stream, peer) = tokio::select! {
                 accepted = self.listener.accept() => match accepted {
-                    Ok((stream, _)) => stream,
+                    Ok(accepted) => accepted,
                     Err(error) => {
                         // Out of file descriptors, most likely: others may close meanwhile.
                         tracing::warn!(%error, "accepting a connection failed");
@@ -86,7 +87,10 @@ impl Server {
                 },
                 () = &mut shutdown => break,
             };
-            let slot = slot.open();
+            // A peer at its cap: closed at once, its slot given back to the others.
+            let Some(slot) = slot.open_for(peer.ip()) else {
+                continue;
+            };
             let service = TowerToHyperService::new(routes.clone());
             let connection = http.serve_connection(TokioIo::new(stream), service);
             let connection = graceful.watch(connection);

@@ -154,7 +154,7 @@ fn a_request_trickling_its_body_is_cut_off_with_408() {
     assert_eq!(status, 200);
 }
 
-/// A client trickling its header lines is cut off once `request_timeout_ms` passes, and a
+/// A client trickling its header lines is cut off once `header_timeout_ms` passes, and a
 /// stopping daemon does not wait on it: the deadline started only once the headers were in,
 /// so such a connection stayed open as long as the client kept sending, and one held a SIGTERM
 /// for the whole grace period.
@@ -162,7 +162,7 @@ fn a_request_trickling_its_body_is_cut_off_with_408() {
 fn a_client_trickling_its_headers_is_cut_off() {
     let daemon = Daemon::start(&[
         "--set",
-        "server.request_timeout_ms=300",
+        "server.header_timeout_ms=300",
         "--set",
         "server.shutdown_grace_secs=20",
     ]);
@@ -215,14 +215,14 @@ fn answered_within(stream: &mut TcpStream, wait: Duration) -> bool {
 /// Past `server.max_connections` the daemon stops accepting: a client opening connections
 /// without end could run it out of file descriptors. The client over the cap waits in the
 /// backlog until a connection closes, by its client or by the idle timeout
-/// (`request_timeout_ms`).
+/// (`header_timeout_ms`).
 #[test]
 fn connections_past_the_cap_wait_for_one_to_close() {
     let daemon = Daemon::start(&[
         "--set",
         "server.max_connections=2",
         "--set",
-        "server.request_timeout_ms=1500",
+        "server.header_timeout_ms=1500",
     ]);
     let get = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
     let idle = || TcpStream::connect(daemon.addr).unwrap();

@@ -221,3 +221,48 @@ fn without_a_secret_every_redemption_is_refused() {
         "{log:?}"
     );
 }
+
+/// Before any authentication, one address opening hundreds of idle connections holds at most
+/// `server.max_connections_per_peer` of them: a client at another address still redeems at
+/// once, not after the flood's idle timeout.
+#[test]
+fn one_address_flooding_idle_connections_cannot_stop_other_redemptions() {
+    let daemon = Daemon::start_with_env(
+        &[
+            "--set",
+            "server.max_connections=64",
+            "--set",
+            "server.max_connections_per_peer=16",
+            "--set",
+            "server.header_timeout_ms=10000",
+        ],
+        &[("EDGEWISED_API_SECRET", SECRET)],
+    );
+    // The flood comes from 127.0.0.2: the whole of 127.0.0.0/8 is this machine.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let flood: Vec<_> = (0..300)
+        .map(|_| {
+            runtime.block_on(async {
+                let socket = tokio::net::TcpSocket::new_v4().unwrap();
+                socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+                socket.connect(daemon.addr).await.unwrap()
+            })
+        })
+        .collect();
+    thread::sleep(Duration::from_millis(300));
+    let started = std::time::Instant::now();
+    let (status, answer) = redeem(&daemon, &body());
+    assert_eq!((status, answer.as_str()), (200, r#"{"outcome":"fresh"}"#));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "the redemption waited {:?} behind the flood",
+        started.elapsed()
+    );
+    let (_, page) = http(daemon.addr, "GET", "/metrics");
+    let refused = edgewise_tests::sample(&page, "edgewise_http_connections_per_peer_refused_total");
+    assert!(refused.unwrap_or(0.0) >= 200.0, "{page}");
+    drop(flood);
+}
