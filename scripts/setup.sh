@@ -6,8 +6,8 @@
 #   scripts/setup.sh --test   also what scripts/test.sh needs (Miri, systemd-analyze, a C++
 #                             compiler for libFuzzer, rustfmt and clippy)
 #
-# The downloads (npm packages, Debian packages) and one of the two Rust tools run in the
-# background while the other compiles: compiling them is most of a first run.
+# The downloads (npm packages, Debian packages) run in the background while the two Rust tools
+# compile, which is most of a first run.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -81,13 +81,11 @@ fi
 # Cargo.lock is the source of truth for tool versions; make sure it exists.
 [ -f Cargo.lock ] || cargo generate-lockfile
 
-# The two build tools compile from crates.io, side by side (each fills the other's serial link
-# and codegen phases on two cores). They run for seconds per worker build, so they are built
-# for a quick install: opt-level 1, no debug info.
+# The two build tools compile from crates.io. They run for seconds per worker build, so they are
+# built for a quick install (opt-level 1, no debug info), into one target directory so that the
+# dependencies they share compile once.
 install_tool() {
-  local name=$1
-  shift
-  CARGO_TARGET_DIR="$STATE_DIR/setup/target-$name" CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+  CARGO_TARGET_DIR="$STATE_DIR/setup/target" CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
     CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_LTO=false \
     CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 cargo install --force "$@"
 }
@@ -96,10 +94,8 @@ install_tool() {
 want=$(locked_version worker)
 have=$(worker-build --version 2>/dev/null || true)
 if [ "$have" != "$want" ]; then
-  log "cargo install worker-build $want (found: ${have:-none}; in the background, log: $STATE_DIR/setup/worker-build.log)"
-  install_tool worker-build --locked worker-build --version "$want" --bin worker-build \
-    >"$STATE_DIR/setup/worker-build.log" 2>&1 &
-  background+=("$!:worker-build")
+  log "cargo install worker-build $want (found: ${have:-none})"
+  install_tool --locked worker-build --version "$want" --bin worker-build
 fi
 
 # The wasm-bindgen CLI must be exactly the library version, or the generated glue mismatches.
@@ -111,8 +107,9 @@ if [ "$have" != "$want" ]; then
   # the test runner's downloads, which worker-build never uses. Its lockfile has pinned crates
   # that were later yanked; when --locked cannot resolve, cargo picks the newest compatible.
   bindgen=(wasm-bindgen-cli --version "$want" --no-default-features --bin wasm-bindgen)
-  install_tool wasm-bindgen --locked "${bindgen[@]}" || install_tool wasm-bindgen "${bindgen[@]}"
+  install_tool --locked "${bindgen[@]}" || install_tool "${bindgen[@]}"
 fi
+rm -rf "$STATE_DIR/setup/target"
 
 for job in "${background[@]}"; do
   pid=${job%%:*} name=${job#*:}
@@ -121,6 +118,5 @@ for job in "${background[@]}"; do
     die "$name failed (log: $STATE_DIR/setup/$name.log)"
   fi
 done
-rm -rf "$STATE_DIR"/setup/target-*
 
 log "setup complete"
