@@ -71,11 +71,8 @@ impl App {
             features,
             max_put_bytes: config.features.max_put_bytes,
             traffic: envelope::Traffic::new(config.request_timeout()),
-            connections: Connections::new(
-                "http",
-                config.server.max_connections,
-                config.server.max_connections_per_peer,
-            ),
+            connections: Connections::new("http", config.server.max_connections)
+                .per_peer(config.server.max_connections_per_peer),
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         })
@@ -105,11 +102,8 @@ impl App {
             features: None,
             max_put_bytes: 0,
             traffic: envelope::Traffic::new(DEFAULT_TIMEOUT),
-            connections: Connections::new(
-                "http",
-                ServerConfig::default().max_connections,
-                ServerConfig::default().max_connections_per_peer,
-            ),
+            connections: Connections::new("http", ServerConfig::default().max_connections)
+                .per_peer(ServerConfig::default().max_connections_per_peer),
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         }

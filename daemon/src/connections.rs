@@ -38,7 +38,8 @@ pub(crate) struct Connections {
     open: Arc<Gauge>,
     /// Times the server found every slot taken and stopped accepting.
     full: Counter,
-    peers: Arc<Peers>,
+    /// The per-peer cap, on listeners whose peers have addresses.
+    peers: Option<Arc<Peers>>,
 }
 
 /// Connections open per peer, against the cap.
@@ -55,7 +56,7 @@ struct Peers {
 pub(crate) struct Slot {
     permit: OwnedSemaphorePermit,
     open: Arc<Gauge>,
-    peers: Arc<Peers>,
+    peers: Option<Arc<Peers>>,
 }
 
 /// An accepted connection's slot, counted open until dropped.
@@ -79,9 +80,8 @@ fn peer_key(ip: IpAddr) -> u128 {
 }
 
 impl Connections {
-    /// `max` slots: at least 1, at most [`Connections::MAX`] (validated with the config);
-    /// no peer holds more than `per_peer` of them ([`Slot::open_for`]).
-    pub(crate) fn new(listener: &'static str, max: usize, per_peer: usize) -> Connections {
+    /// `max` slots: at least 1, at most [`Connections::MAX`] (validated with the config).
+    pub(crate) fn new(listener: &'static str, max: usize) -> Connections {
         let max = max.clamp(1, Self::MAX);
         Connections {
             listener,
@@ -89,12 +89,18 @@ impl Connections {
             max,
             open: Arc::default(),
             full: Counter::default(),
-            peers: Arc::new(Peers {
-                max: per_peer.clamp(1, max),
-                open: Mutex::default(),
-                refused: Counter::default(),
-            }),
+            peers: None,
         }
+    }
+
+    /// The same, and no peer holds more than `per_peer` of the slots ([`Slot::open_for`]).
+    pub(crate) fn per_peer(mut self, per_peer: usize) -> Connections {
+        self.peers = Some(Arc::new(Peers {
+            max: per_peer.clamp(1, self.max),
+            open: Mutex::default(),
+            refused: Counter::default(),
+        }));
+        self
     }
 
     /// Largest cap: far above any descriptor limit, far below what a semaphore holds.
@@ -125,7 +131,7 @@ impl Connections {
         Slot {
             permit,
             open: Arc::clone(&self.open),
-            peers: Arc::clone(&self.peers),
+            peers: self.peers.clone(),
         }
     }
 
@@ -152,22 +158,23 @@ impl Connections {
             "Times every connection slot was taken and the listener stopped accepting.",
             self.full.get(),
         );
-        page.gauge(
-            &name("max_per_peer"),
-            "Most connections one peer (an IPv4 address, an IPv6 /64) may hold open.",
-            self.peers.max,
-        );
-        page.counter(
-            &name("per_peer_refused_total"),
-            "Connections closed at once because their peer held as many as it may.",
-            self.peers.refused.get(),
-        );
+        if let Some(peers) = &self.peers {
+            page.gauge(
+                &name("max_per_peer"),
+                "Most connections one peer (an IPv4 address, an IPv6 /64) may hold open.",
+                peers.max,
+            );
+            page.counter(
+                &name("per_peer_refused_total"),
+                "Connections closed at once because their peer held as many as it may.",
+                peers.refused.get(),
+            );
+        }
     }
 }
 
 impl Slot {
-    /// The slot, now held by an accepted connection of a peer that is not counted (a Unix
-    /// socket's).
+    /// The slot, now held by an accepted connection (of a peer not counted: a Unix socket's).
     pub(crate) fn open(self) -> Open {
         self.open.inc();
         Open {
@@ -178,19 +185,21 @@ impl Slot {
     }
 
     /// The slot, now held by a connection from `peer`; none (the slot given back) when that
-    /// peer holds as many as it may.
-    pub(crate) fn open_for(self, peer: IpAddr) -> Option<Open> {
+    /// peer holds as many as the listener's per-peer cap allows.
+    pub(crate) fn open_for(mut self, peer: IpAddr) -> Option<Open> {
+        let Some(peers) = self.peers.take() else {
+            return Some(self.open());
+        };
         let key = peer_key(peer);
         {
-            let mut open = self.peers.open.lock().unwrap_or_else(|e| e.into_inner());
+            let mut open = peers.open.lock().unwrap_or_else(|e| e.into_inner());
             let count = open.entry(key).or_insert(0);
-            if *count >= self.peers.max {
-                self.peers.refused.inc();
+            if *count >= peers.max {
+                peers.refused.inc();
                 return None;
             }
             *count += 1;
         }
-        let peers = Arc::clone(&self.peers);
         let mut open = self.open();
         open.peer = Some((peers, key));
         Some(open)
@@ -219,7 +228,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_peer_holds_at_most_its_share_and_gets_it_back() {
-        let connections = Connections::new("t", 8, 2);
+        let connections = Connections::new("t", 8).per_peer(2);
         let a: IpAddr = "192.0.2.1".parse().unwrap();
         let b: IpAddr = "::ffff:192.0.2.2".parse().unwrap();
         let first = connections.slot().await.open_for(a).unwrap();
@@ -230,7 +239,8 @@ mod tests {
         assert_eq!(connections.open.get(), 3);
         drop(first);
         let _again = connections.slot().await.open_for(a).unwrap();
-        assert_eq!(connections.peers.refused.get(), 1);
+        let refused = connections.peers.as_ref().map(|p| p.refused.get());
+        assert_eq!(refused, Some(1));
         // One IPv6 host's /64 counts as one peer; the IPv4 form of an address as itself.
         let v6 = |s: &str| peer_key(s.parse().unwrap());
         assert_eq!(v6("2001:db8::1"), v6("2001:db8::ffff:2"));

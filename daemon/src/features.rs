@@ -110,7 +110,7 @@ impl Features {
             metrics: Metrics::default(),
             socket: config.socket.as_ref().map(|_| {
                 let max = config.socket_max_connections;
-                Arc::new(Connections::new("features_socket", max, max))
+                Arc::new(Connections::new("features_socket", max))
             }),
         });
         features

@@ -28,6 +28,9 @@ pub const MAX_KEYS: usize = 128;
 /// Most bytes of values one reply may hold; a `get` past it is answered with an error alone.
 pub const MAX_REPLY: usize = 4 * 1024 * 1024;
 
+/// Reply buffer a connection keeps between commands.
+const KEPT_BUFFER: usize = 64 * 1024;
+
 /// Where lookups are answered from.
 pub trait Lookup: Send + Sync + 'static {
     /// Appends the features of `key` in `table` to `out` as little-endian `f32`s; false on a miss.
@@ -122,6 +125,9 @@ async fn connection(stream: UnixStream, lookup: Arc<dyn Lookup>) {
         if write.write_all(&out).await.is_err() || !keep_open {
             return;
         }
+        // A large reply's buffer is not kept for the life of an idle connection.
+        out.clear();
+        out.shrink_to(KEPT_BUFFER);
     }
 }
 
