@@ -84,6 +84,28 @@ impl Reading {
         ends: Ends::Keep,
     };
 
+    /// The readings of `path` that can differ: a choice whose bytes `path` lacks (no `\\`, no
+    /// `;`, no dot segment, no name ending in a dot or a space) reads it the same both ways,
+    /// and is made one way only.
+    pub(crate) fn distinct(path: &[u8]) -> impl Iterator<Item = Reading> {
+        let backslash = path.contains(&b'\\');
+        let params = path.contains(&b';');
+        let (mut dots, mut ends) = (false, false);
+        for segment in path.split(|&b| b == b'/' || b == b'\\') {
+            let name = segment.split(|&b| b == b';').next().unwrap_or(segment);
+            for s in [segment, name] {
+                dots |= matches!(s, b"." | b"..");
+                ends |= matches!(s, [.., b'.' | b' ']);
+            }
+        }
+        Reading::all().filter(move |r| {
+            (backslash || r.slashes == Slashes::Forward)
+                && (params || r.params == Params::Keep)
+                && (dots || r.dots == Dots::Resolve)
+                && (ends || r.ends == Ends::Keep)
+        })
+    }
+
     /// Every combination of the choices below.
     pub(crate) fn all() -> impl Iterator<Item = Reading> {
         [Slashes::Both, Slashes::Forward]

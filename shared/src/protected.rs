@@ -100,12 +100,12 @@ impl ProtectedPaths {
         false
     }
 
-    /// Whether a path decoded so far is covered in any reading of it ([`Reading::all`]): `..;`
+    /// Whether a path decoded so far is covered in any reading of it ([`Reading::distinct`]): `..;`
     /// is `..` to Tomcat and a segment of its own to nginx, `\` a separator to IIS and a byte
     /// to the others, `..` resolved by nginx and a name to Flask, `private.` a name to nginx and
     /// `private` to IIS.
     fn covers_decoded(&self, decoded: &[u8]) -> bool {
-        Reading::all().any(|reading| self.covers_reading(&normalised(decoded, reading)))
+        Reading::distinct(decoded).any(|reading| self.covers_reading(&normalised(decoded, reading)))
     }
 
     fn covers_reading(&self, path: &[u8]) -> bool {

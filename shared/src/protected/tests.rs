@@ -223,6 +223,16 @@ fn normalised_readings() {
     assert_eq!(iis("/a/.../b").as_deref(), Ok("/a/b"));
     assert_eq!(Reading::all().count(), 16);
     assert!(Reading::all().any(|r| r == Reading::COMMON));
+    // Only the choices a path's bytes can tell apart are made both ways.
+    let distinct = |path: &str| Reading::distinct(path.as_bytes()).count();
+    assert_eq!(distinct("/search/café/results.html"), 1);
+    assert_eq!(distinct("/a\\b"), 2);
+    assert_eq!(distinct("/a;x/b"), 2);
+    // A dot segment is a name ending in dots to a reading that keeps it: trimmed too.
+    assert_eq!(distinct("/a/../b"), 4);
+    assert_eq!(distinct("/a/..;x/b"), 8);
+    assert_eq!(distinct("/private./x"), 2);
+    assert_eq!(distinct("/a\\b;c/./d. "), 16);
     let mut bytes = b"%41%4a%zz%4".to_vec();
     assert!(decode_once(&mut bytes));
     assert_eq!(bytes, b"AJ%zz%4");
