@@ -1,7 +1,8 @@
 //! The HTTP API: routes, the state handlers share, and the error shape.
 //!
-//! `/healthz`, `/readyz` and `/metrics` are open (local probes and scrapers); everything under
-//! `/v1` needs the bearer secret. Unknown paths answer 404 and wrong methods 405 (axum's
+//! `/healthz` and `/readyz` are open to probes; `/readyz` names its checks' states (memcached
+//! servers and their errors) only to a caller with the bearer secret, which `/metrics` and
+//! everything under `/v1` need: the API listens where workers reach it, on the internet. Unknown paths answer 404 and wrong methods 405 (axum's
 //! defaults). Every request runs under a deadline and is counted per endpoint ([`envelope`]).
 
 mod envelope;
@@ -124,11 +125,11 @@ pub fn router(app: Arc<App>) -> Router {
             put(features::put).layer(DefaultBodyLimit::max(max_put)),
         )
         .route("/v1/features/{table}/{key}", get(features::get))
+        .route("/metrics", get(metrics))
         .route_layer(middleware::from_fn_with_state(Arc::clone(&app), authorized));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(ready::readyz))
-        .route("/metrics", get(metrics))
         .merge(v1)
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .layer(middleware::from_fn_with_state(
@@ -179,10 +180,15 @@ fn error(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(body)).into_response()
 }
 
+/// Whether `headers` carry the bearer secret.
+fn has_secret(app: &App, headers: &header::HeaderMap) -> bool {
+    let value = headers.get(header::AUTHORIZATION);
+    app.auth.allows(value.map(|v| v.as_bytes()))
+}
+
 /// Runs `request` if it carries the bearer secret, else answers 401 without reading it.
 async fn authorized(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let value = request.headers().get(header::AUTHORIZATION);
-    if app.auth.allows(value.map(|v| v.as_bytes())) {
+    if has_secret(&app, request.headers()) {
         return next.run(request).await;
     }
     let mut response = error(StatusCode::UNAUTHORIZED, "missing or wrong bearer secret");

@@ -314,7 +314,7 @@ const elapsed = (performance.now() - started) / 1000;
 // --- what the daemon says ----------------------------------------------------------------
 
 const bearer = { authorization: `Bearer ${readFileSync(opts["secret-file"], "utf8").trim()}` };
-const metricsText = await (await fetch(`${opts.daemon}/metrics`)).text();
+const metricsText = await (await fetch(`${opts.daemon}/metrics`, { headers: bearer })).text();
 const metric = (name) =>
   metricsText.split("\n").filter((l) => l.startsWith(name) && !l.startsWith("#")).map((l) => {
     const [, labels = "", value] = l.match(/^[a-z_]+(?:\{([^}]*)\})? (\S+)$/) ?? [];

@@ -164,7 +164,7 @@ test("a host table change under SIGHUP moves traffic; a malformed one changes no
   daemon.signal("SIGHUP");
   // Rejected once the daemon read it: routing is checked after that, not after a fixed pause.
   await eventually(
-    async () => /edgewise_hosts_reload_errors_total [1-9]/.test(await (await fetch(`${daemon.url}/metrics`)).text()),
+    async () => /edgewise_hosts_reload_errors_total [1-9]/.test(await (await fetch(`${daemon.url}/metrics`, { headers: { authorization: `Bearer ${SECRET}` } })).text()),
     { what: "the malformed table rejected", every: 30, within: 10_000 },
   );
   assert.deepEqual(await route("us", 4), ["us2"]);

@@ -399,7 +399,7 @@ const fromDaemon = (proxy, vars) =>
   worker({ HOST_TABLE: "daemon", HOST_TABLE_REFRESH_MS: "0", DAEMON_URL: proxy.url, DAEMON_SECRET: SECRET, ...vars });
 
 async function metric(daemonUrl, name) {
-  const metrics = await (await fetch(`${daemonUrl}/metrics`)).text();
+  const metrics = await (await fetch(`${daemonUrl}/metrics`, { headers: { authorization: `Bearer ${SECRET}` } })).text();
   return Number(new RegExp(`^${name} (\\d+)$`, "m").exec(metrics)?.[1]);
 }
 const deltasServed = (daemonUrl) => metric(daemonUrl, "edgewise_hosts_deltas_served_total");

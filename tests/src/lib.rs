@@ -53,6 +53,11 @@ impl Daemon {
         Daemon::start_with_env(args, &[])
     }
 
+    /// Like [`Daemon::start`], with the API secret [`SECRET`].
+    pub fn start_with_secret(args: &[&str]) -> Daemon {
+        Daemon::start_with_env(args, &[("EDGEWISED_API_SECRET", SECRET)])
+    }
+
     /// Like [`Daemon::start`], with extra environment variables.
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Daemon {
         let mut child = Command::new(daemon_bin())
@@ -183,6 +188,15 @@ pub fn wait_until(within: Duration, mut done: impl FnMut() -> bool) {
 pub fn sample(page: &str, series: &str) -> Option<f64> {
     page.lines()
         .find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// The API secret the tests' daemons are given ([`Daemon::start_with_secret`]).
+pub const SECRET: &str = "test-secret-0123456789abcdef";
+
+/// `GET path` with the bearer [`SECRET`]: `/metrics`, and `/readyz` with its checks.
+pub fn http_authorized(addr: SocketAddr, path: &str) -> (u16, String) {
+    let bearer = format!("Bearer {SECRET}");
+    http_request(addr, "GET", path, &[("Authorization", &bearer)], b"")
 }
 
 /// A minimal HTTP/1.1 exchange: returns the status code and the body.

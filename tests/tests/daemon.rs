@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use edgewise_tests::{Daemon, daemon_bin, http, sample, wait_until};
+use edgewise_tests::{Daemon, daemon_bin, http, http_request, sample, wait_until};
 
 const EXIT_WAIT: Duration = Duration::from_secs(20);
 
@@ -240,7 +240,14 @@ fn sigterm_lets_an_in_flight_request_finish() {
     // The request is in flight (its body half sent) when the signal arrives: waited for, as a
     // daemon yet to read it closes the connection on the signal.
     let in_flight = || {
-        let (_, page) = http(daemon.addr, "GET", "/metrics");
+        let bearer = format!("Bearer {secret}");
+        let (_, page) = http_request(
+            daemon.addr,
+            "GET",
+            "/metrics",
+            &[("Authorization", &bearer)],
+            b"",
+        );
         // The scrape counts itself.
         sample(&page, "edgewise_http_requests_in_flight") == Some(2.0)
     };

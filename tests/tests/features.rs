@@ -11,7 +11,7 @@ use std::{
 };
 
 use edgewise::FeatureReader;
-use edgewise_tests::{Daemon, http, http_request, sample, wait_until};
+use edgewise_tests::{Daemon, http, http_authorized, http_request, sample, wait_until};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 const BEARER: &str = "Bearer test-secret-0123456789abcdef";
@@ -153,7 +153,7 @@ fn batches_publish_versions_readers_in_other_processes_see() {
     let (status, body) = put(&daemon, r#"{"deletes":[{"table":"user","key":1}]}"#);
     assert_eq!(status, 200, "{body}");
     assert_eq!(read(&setup.store(), "user", 1), None);
-    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    let (_, metrics) = http_authorized(daemon.addr, "/metrics");
     assert!(metrics.contains("edgewise_features_keys 1"), "{metrics}");
     assert!(
         metrics.contains("edgewise_features_refused_total 3"),
@@ -388,7 +388,7 @@ fn a_file_the_store_fails_to_publish_is_tried_again_not_rejected() {
     std::fs::create_dir(&blocker).unwrap();
     setup.drop_file("users.csv", b"1,0.5\n");
     let failed = || {
-        let page = http(daemon.addr, "GET", "/metrics").1;
+        let page = http_authorized(daemon.addr, "/metrics").1;
         page.lines()
             .any(|l| l.starts_with("edgewise_features_publish_errors_total ") && !l.ends_with(" 0"))
     };
@@ -445,7 +445,7 @@ fn the_socket_caps_its_connections() {
     assert!(reply[..n].starts_with(b"VERSION"), "{:?}", &reply[..n]);
     drop(second);
 
-    let (status, page) = http_request(daemon.addr, "GET", "/metrics", &[], b"");
+    let (status, page) = http_authorized(daemon.addr, "/metrics");
     assert_eq!(status, 200);
     assert_eq!(
         sample(&page, "edgewise_features_socket_connections_max"),

@@ -8,7 +8,9 @@ use std::{
 };
 
 use edgewise::{HostDelta, HostTable, SubsetLb};
-use edgewise_tests::{Daemon, HttpResponse, http, http_exchange, sample, wait_until};
+use edgewise_tests::{
+    Daemon, HttpResponse, http, http_authorized, http_exchange, sample, wait_until,
+};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 const BEARER: &str = "Bearer test-secret-0123456789abcdef";
@@ -172,7 +174,7 @@ fn sighup_reloads_and_a_bad_file_keeps_the_last_good_table() {
     daemon.signal("HUP");
     daemon.wait_for_log("host table rejected", Duration::from_secs(5));
     assert_eq!(get(&daemon, &[]).body, second.body);
-    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    let (_, metrics) = http_authorized(daemon.addr, "/metrics");
     assert!(
         metrics.contains("edgewise_hosts_reload_errors_total 2"),
         "{metrics}"
@@ -216,7 +218,7 @@ fn a_file_being_written_is_read_once_it_holds_still() {
             == 30
     };
     wait_until(Duration::from_secs(10), whole);
-    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    let (_, metrics) = http_authorized(daemon.addr, "/metrics");
     // The start-up load, then the whole table.
     let reloads = sample(&metrics, "edgewise_hosts_reloads_total");
     assert_eq!(reloads, Some(2.0), "only the whole table is published");
@@ -309,7 +311,7 @@ fn a_worker_holding_an_earlier_table_gets_its_changes() {
         get(&daemon, &[accept, ("If-None-Match", current)]).status,
         304
     );
-    let (_, metrics) = http(daemon.addr, "GET", "/metrics");
+    let (_, metrics) = http_authorized(daemon.addr, "/metrics");
     assert!(
         metrics.contains("edgewise_hosts_deltas_served_total 1"),
         "{metrics}"

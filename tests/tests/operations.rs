@@ -8,13 +8,15 @@ use std::{
     time::{Duration, Instant},
 };
 
-use edgewise_tests::{Daemon, Memcached, daemon_bin, http, http_request, sample};
+use edgewise_tests::{
+    Daemon, Memcached, SECRET, daemon_bin, http, http_authorized, http_request, sample,
+};
 
 #[test]
 fn readyz_reports_each_dependency_and_follows_memcached() {
     let mut memcached = Memcached::start(&[]);
-    let daemon = Daemon::start(&["--memcached", &memcached.addr()]);
-    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    let daemon = Daemon::start_with_secret(&["--memcached", &memcached.addr()]);
+    let (status, body) = http_authorized(daemon.addr, "/readyz");
     assert_eq!(status, 200, "{body}");
     for expected in [
         r#""status":"ready""#,
@@ -45,7 +47,7 @@ fn readyz_reports_each_dependency_and_follows_memcached() {
 fn readyz_until(daemon: &Daemon, status: u16) -> (u16, String) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let answer = http(daemon.addr, "GET", "/readyz");
+        let answer = http_authorized(daemon.addr, "/readyz");
         if answer.0 == status || Instant::now() > deadline {
             return answer;
         }
@@ -76,24 +78,40 @@ fn readyz_probes_share_their_memcached_checks() {
     );
 }
 
+/// The API listens where workers reach it, on the internet: without the bearer secret,
+/// `/metrics` is refused and `/readyz` says ready or not, without naming servers or errors.
+#[test]
+fn metrics_and_readiness_details_need_the_secret() {
+    let memcached = Memcached::start(&[]);
+    let daemon = Daemon::start_with_secret(&["--memcached", &memcached.addr()]);
+    assert_eq!(http(daemon.addr, "GET", "/metrics").0, 401);
+    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ready"}"#));
+    let (status, body) = http_authorized(daemon.addr, "/readyz");
+    assert_eq!(status, 200);
+    assert!(body.contains(&memcached.addr()), "{body}");
+    assert_eq!(http_authorized(daemon.addr, "/metrics").0, 200);
+    assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
+}
+
 #[test]
 fn readyz_with_the_embedded_store_is_ready() {
-    let daemon = Daemon::start(&[]);
-    let (status, body) = http(daemon.addr, "GET", "/readyz");
+    let daemon = Daemon::start_with_secret(&[]);
+    let (status, body) = http_authorized(daemon.addr, "/readyz");
     assert_eq!(status, 200, "{body}");
     assert!(body.contains("embedded store"), "{body}");
 }
 
 #[test]
 fn metrics_count_requests_per_endpoint_and_status_class() {
-    let daemon = Daemon::start(&[]);
+    let daemon = Daemon::start_with_secret(&[]);
     for _ in 0..3 {
         assert_eq!(http(daemon.addr, "GET", "/healthz").0, 200);
     }
     assert_eq!(http(daemon.addr, "GET", "/v1/hosts").0, 401);
     assert_eq!(http(daemon.addr, "GET", "/no/such/route").0, 404);
     assert_eq!(http(daemon.addr, "DELETE", "/readyz").0, 405);
-    let (status, page) = http(daemon.addr, "GET", "/metrics");
+    let (status, page) = http_authorized(daemon.addr, "/metrics");
     assert_eq!(status, 200);
     let count = |endpoint: &str, code: &str| {
         let series =
@@ -115,7 +133,7 @@ fn metrics_count_requests_per_endpoint_and_status_class() {
 
 #[test]
 fn a_request_trickling_its_body_is_cut_off_with_408() {
-    let secret = "trickle-secret-0123456789abcdef";
+    let secret = SECRET;
     let daemon = Daemon::start_with_env(
         &["--set", "server.request_timeout_ms=300"],
         &[("EDGEWISED_API_SECRET", secret)],
@@ -143,7 +161,7 @@ fn a_request_trickling_its_body_is_cut_off_with_408() {
     );
     assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
 
-    let (_, page) = http(daemon.addr, "GET", "/metrics");
+    let (_, page) = http_authorized(daemon.addr, "/metrics");
     assert_eq!(
         sample(&page, "edgewise_http_request_timeouts_total"),
         Some(1.0),
@@ -218,7 +236,7 @@ fn answered_within(stream: &mut TcpStream, wait: Duration) -> bool {
 /// (`header_timeout_ms`).
 #[test]
 fn connections_past_the_cap_wait_for_one_to_close() {
-    let daemon = Daemon::start(&[
+    let daemon = Daemon::start_with_secret(&[
         "--set",
         "server.max_connections=2",
         "--set",
@@ -247,7 +265,7 @@ fn connections_past_the_cap_wait_for_one_to_close() {
     );
     drop((third, waiting));
 
-    let (status, page) = http(daemon.addr, "GET", "/metrics");
+    let (status, page) = http_authorized(daemon.addr, "/metrics");
     assert_eq!(status, 200);
     assert_eq!(
         sample(&page, "edgewise_http_connections_max"),

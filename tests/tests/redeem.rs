@@ -7,7 +7,7 @@ use std::{
     time::Duration,
 };
 
-use edgewise_tests::{Daemon, Memcached, http, http_request};
+use edgewise_tests::{Daemon, Memcached, http, http_authorized, http_request};
 
 const SECRET: &str = "test-secret-0123456789abcdef";
 
@@ -62,7 +62,7 @@ fn first_redemption_is_fresh_and_every_replay_spent() {
             (200, r#"{"outcome":"spent"}"#.into())
         );
     }
-    let (status, metrics) = http(daemon.addr, "GET", "/metrics");
+    let (status, metrics) = http_authorized(daemon.addr, "/metrics");
     assert_eq!(status, 200);
     assert!(
         metrics.contains("edgewise_token_redemptions_total{outcome=\"fresh\"} 1\n"),
@@ -261,7 +261,7 @@ fn one_address_flooding_idle_connections_cannot_stop_other_redemptions() {
         "the redemption waited {:?} behind the flood",
         started.elapsed()
     );
-    let (_, page) = http(daemon.addr, "GET", "/metrics");
+    let (_, page) = http_authorized(daemon.addr, "/metrics");
     let refused = edgewise_tests::sample(&page, "edgewise_http_connections_per_peer_refused_total");
     assert!(refused.unwrap_or(0.0) >= 200.0, "{page}");
     drop(flood);

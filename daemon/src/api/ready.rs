@@ -3,7 +3,13 @@
 
 use std::{collections::BTreeMap, sync::Arc, sync::atomic::Ordering, time::Duration};
 
-use axum::{Json, extract::State, http::StatusCode, response::IntoResponse, response::Response};
+use axum::{
+    Json,
+    extract::State,
+    http::{HeaderMap, StatusCode},
+    response::IntoResponse,
+    response::Response,
+};
 use serde::Serialize;
 use tokio::{sync::Mutex, time::Instant};
 
@@ -27,7 +33,9 @@ type Checks = BTreeMap<&'static str, Check>;
 #[derive(Serialize)]
 struct Readiness {
     status: &'static str,
-    checks: Checks,
+    /// Only for a caller with the bearer secret: the states name servers and their errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    checks: Option<Checks>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -44,8 +52,9 @@ impl From<Result<String, String>> for Check {
     }
 }
 
-/// 200 when every check passes, else 503; the body names each check's state either way.
-pub(super) async fn readyz(State(app): State<Arc<App>>) -> Response {
+/// 200 when every check passes, else 503; the body names each check's state to a caller with
+/// the bearer secret.
+pub(super) async fn readyz(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
     let mut checks = app.rounds.checks(&app).await;
     // Not reused: a draining daemon must say so at once.
     let serving = if app.draining.load(Ordering::Relaxed) {
@@ -62,7 +71,7 @@ pub(super) async fn readyz(State(app): State<Arc<App>>) -> Response {
     };
     let body = Readiness {
         status: if ready { "ready" } else { "not ready" },
-        checks,
+        checks: super::has_secret(&app, &headers).then_some(checks),
     };
     (status, Json(body)).into_response()
 }
