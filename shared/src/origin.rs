@@ -107,11 +107,8 @@ impl Origin {
 
     /// The host without its port: a name, an IPv4 address or a bracketed IPv6 one.
     pub fn host(&self) -> &str {
-        let authority = self.authority();
-        match authority.rfind(':') {
-            Some(colon) if !authority[colon..].contains(']') => &authority[..colon],
-            _ => authority,
-        }
+        // Validated when parsed: the split cannot fail.
+        split_port(self.authority()).map_or(self.authority(), |(host, _)| host)
     }
 
     /// Whether the host is this machine: `localhost`, an address of `127.0.0.0/8` or `[::1]`.
