@@ -515,6 +515,19 @@ impl Config {
         self.features.validate()
     }
 
+    /// Why the API's listen address needs TLS in front of it, if it does: it is plain HTTP,
+    /// and off this machine the bearer secret and every token cross a network in the clear.
+    pub fn plaintext_warning(&self) -> Option<String> {
+        let listen = self.server.listen;
+        (!listen.ip().is_loopback()).then(|| {
+            format!(
+                "the API listens in plain HTTP on {listen}, off this machine: the bearer secret \
+                 and every token cross the network in the clear; put TLS in front of it (a \
+                 reverse proxy or a Cloudflare Tunnel) and keep the port off the internet"
+            )
+        })
+    }
+
     /// The longest a request may take.
     pub fn request_timeout(&self) -> Duration {
         Duration::from_millis(self.server.request_timeout_ms)

@@ -63,6 +63,9 @@ fn check_config(path: &std::path::Path, overrides: &Overrides) -> anyhow::Result
             table.table.version
         );
     }
+    if let Some(warning) = config.plaintext_warning() {
+        eprintln!("edgewised: warning: {warning}");
+    }
     println!("{}: ok\n{config:#?}", path.display());
     Ok(())
 }
@@ -70,6 +73,9 @@ fn check_config(path: &std::path::Path, overrides: &Overrides) -> anyhow::Result
 fn serve(cli: &Cli) -> anyhow::Result<()> {
     let config = Config::load(cli.config.as_deref(), &cli.overrides)?;
     init_telemetry(&config.log)?;
+    if let Some(warning) = config.plaintext_warning() {
+        tracing::warn!("{warning}");
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;

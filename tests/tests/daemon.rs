@@ -94,6 +94,21 @@ fn check_config_validates_without_serving() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stdout).contains("shutdown_grace_secs: 2"));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
+
+    // Plain HTTP off this machine: valid, with a warning to put TLS in front.
+    let public = dir.join("public.toml");
+    std::fs::write(&public, "[server]\nlisten = \"0.0.0.0:7878\"\n").unwrap();
+    let out = Command::new(daemon_bin())
+        .args(["check-config", public.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("warning: the API listens in plain HTTP on 0.0.0.0:7878"),
+        "{stderr}"
+    );
 
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "[log]\nformat = \"xml\"\n").unwrap();
