@@ -2,8 +2,9 @@
 //!
 //! `/healthz` and `/readyz` are open to probes; `/readyz` names its checks' states (memcached
 //! servers and their errors) only to a caller with the bearer secret, which `/metrics` and
-//! everything under `/v1` need: the API listens where workers reach it, on the internet. Unknown paths answer 404 and wrong methods 405 (axum's
-//! defaults). Every request runs under a deadline and is counted per endpoint ([`envelope`]).
+//! everything under `/v1` need: the API listens where workers reach it, on the internet.
+//! Unknown paths answer 404 and wrong methods 405 (axum's defaults). Every request runs under
+//! a deadline and is counted per endpoint ([`envelope`]).
 
 mod envelope;
 mod features;
@@ -96,6 +97,7 @@ impl App {
 
     /// An app with the token cache only (tests, embedding).
     pub fn new(tokens: TokenCache, auth: Auth) -> App {
+        let server = ServerConfig::default();
         App {
             tokens,
             auth,
@@ -103,8 +105,8 @@ impl App {
             features: None,
             max_put_bytes: 0,
             traffic: envelope::Traffic::new(DEFAULT_TIMEOUT),
-            connections: Connections::new("http", ServerConfig::default().max_connections)
-                .per_peer(ServerConfig::default().max_connections_per_peer),
+            connections: Connections::new("http", server.max_connections)
+                .per_peer(server.max_connections_per_peer),
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         }
