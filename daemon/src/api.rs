@@ -32,7 +32,7 @@ use serde::Serialize;
 
 use crate::{
     Config, ServerConfig, auth::Auth, connections::Connections, features::Features,
-    hosts::HostTables, metrics::Exposition, tokencache::TokenCache,
+    hosts::HostTables, metrics::Exposition, tls::Tls, tokencache::TokenCache,
 };
 
 /// Largest request body any endpoint accepts; a redemption is ~200 bytes.
@@ -52,6 +52,8 @@ pub struct App {
     max_put_bytes: usize,
     traffic: envelope::Traffic,
     connections: Connections,
+    /// The listener's TLS settings; none when it serves plain HTTP.
+    tls: Option<Arc<Tls>>,
     /// Set once shutdown began: `/readyz` turns 503 so balancers stop sending.
     draining: AtomicBool,
     /// `/readyz`'s shared rounds of dependency checks.
@@ -59,9 +61,13 @@ pub struct App {
 }
 
 impl App {
-    /// Loads the secret and the host table, starts the token cache and the host table's
+    /// Loads the secret, the TLS files and the host table, starts the token cache and the
     /// reload triggers; call from within a Tokio runtime.
     pub fn start(config: &Config) -> anyhow::Result<App> {
+        let tls = Tls::load(&config.server.tls)?.map(Arc::new);
+        if let Some(tls) = &tls {
+            tls.watch()?;
+        }
         let tokens = TokenCache::start(&config.tokens, &config.workspace)?;
         let hosts = Arc::new(HostTables::load(&config.hosts)?);
         hosts.watch(&config.hosts)?;
@@ -75,6 +81,7 @@ impl App {
             traffic: envelope::Traffic::new(config.request_timeout()),
             connections: Connections::new("http", config.server.max_connections)
                 .per_peer(config.server.max_connections_per_peer),
+            tls,
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         })
@@ -88,6 +95,11 @@ impl App {
     /// The cap on open connections.
     pub(crate) fn connections(&self) -> &Connections {
         &self.connections
+    }
+
+    /// The listener's TLS settings, if it serves HTTPS.
+    pub(crate) fn tls(&self) -> Option<&Arc<Tls>> {
+        self.tls.as_ref()
     }
 
     /// The feature store, if configured.
@@ -107,6 +119,7 @@ impl App {
             traffic: envelope::Traffic::new(DEFAULT_TIMEOUT),
             connections: Connections::new("http", server.max_connections)
                 .per_peer(server.max_connections_per_peer),
+            tls: None,
             draining: AtomicBool::new(false),
             rounds: ready::Rounds::default(),
         }
@@ -158,6 +171,9 @@ async fn metrics(State(app): State<Arc<App>>) -> Response {
     let mut page = Exposition::default();
     app.traffic.render(&mut page);
     app.connections.render(&mut page);
+    if let Some(tls) = &app.tls {
+        tls.render(&mut page);
+    }
     app.tokens.render(&mut page);
     app.hosts.render(&mut page);
     if let Some(features) = &app.features {

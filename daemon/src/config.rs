@@ -187,6 +187,41 @@ pub struct ServerConfig {
     /// Most API connections one peer (an IPv4 address, an IPv6 /64) may hold open; past it
     /// its new connections are closed at once.
     pub max_connections_per_peer: usize,
+    /// Serve plain HTTP on a non-loopback address (a TLS proxy or tunnel in front). Off, such
+    /// an address needs `[server.tls]`.
+    pub allow_plain_http: bool,
+    /// HTTPS on the API listener.
+    pub tls: TlsConfig,
+}
+
+/// `[server.tls]` table. With `cert_file` set the API serves HTTPS only.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TlsConfig {
+    /// PEM certificate chain, the server's own certificate first. Reloaded on SIGHUP.
+    pub cert_file: Option<PathBuf>,
+    /// PEM private key of that certificate (PKCS#8, PKCS#1 or SEC1). Reloaded on SIGHUP.
+    pub key_file: Option<PathBuf>,
+    /// PEM CA certificates: clients must present a certificate issued by one (mutual TLS).
+    /// Reloaded on SIGHUP.
+    pub client_ca_file: Option<PathBuf>,
+}
+
+impl TlsConfig {
+    /// Whether the API serves HTTPS.
+    pub fn enabled(&self) -> bool {
+        self.cert_file.is_some()
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        if self.cert_file.is_some() != self.key_file.is_some() {
+            anyhow::bail!("server.tls.cert_file and server.tls.key_file go together");
+        }
+        if self.client_ca_file.is_some() && !self.enabled() {
+            anyhow::bail!("server.tls.client_ca_file needs server.tls.cert_file and key_file");
+        }
+        Ok(())
+    }
 }
 
 /// `[log]` table.
@@ -268,6 +303,8 @@ impl Default for ServerConfig {
             header_timeout_ms: 5_000,
             max_connections: 1024,
             max_connections_per_peer: 256,
+            allow_plain_http: false,
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -510,20 +547,32 @@ impl Config {
             "server.max_connections_per_peer",
             self.server.max_connections_per_peer,
         )?;
+        self.server.tls.validate()?;
+        let listen = self.server.listen;
+        if !listen.ip().is_loopback() && !self.server.tls.enabled() && !self.server.allow_plain_http
+        {
+            anyhow::bail!(
+                "server.listen {listen} is off loopback, where the bearer secret and every token \
+                 would cross the network in the clear: configure [server.tls] (cert_file and \
+                 key_file), or set server.allow_plain_http = true when a TLS proxy or tunnel on \
+                 a private link sits in front"
+            );
+        }
         self.workspace.mode()?;
         self.tokens.validate()?;
         self.features.validate()
     }
 
-    /// Why the API's listen address needs TLS in front of it, if it does: it is plain HTTP,
-    /// and off this machine the bearer secret and every token cross a network in the clear.
+    /// Why the API's listen address needs TLS in front of it, if it does: it is plain HTTP
+    /// (`server.allow_plain_http`), and off this machine the bearer secret and every token
+    /// cross a network in the clear.
     pub fn plaintext_warning(&self) -> Option<String> {
         let listen = self.server.listen;
-        (!listen.ip().is_loopback()).then(|| {
+        (!listen.ip().is_loopback() && !self.server.tls.enabled()).then(|| {
             format!(
                 "the API listens in plain HTTP on {listen}, off this machine: the bearer secret \
-                 and every token cross the network in the clear; put TLS in front of it (a \
-                 reverse proxy or a Cloudflare Tunnel) and keep the port off the internet"
+                 and every token cross the network in the clear; keep the port on a private \
+                 link behind a TLS proxy or tunnel, or configure [server.tls]"
             )
         })
     }

@@ -16,6 +16,7 @@ pub mod metrics;
 mod server;
 mod shutdown;
 mod telemetry;
+mod tls;
 mod tokencache;
 mod workspaces;
 
@@ -23,7 +24,7 @@ pub use api::{App, HOSTS_CONTENT_TYPE, HOSTS_VERSION_HEADER, router};
 pub use auth::Auth;
 pub use config::{
     ApiConfig, Config, FeaturesConfig, HostsConfig, LogConfig, LogFormat, MemcachedConfig,
-    Overrides, ServerConfig, TokensConfig, WorkspaceSettings,
+    Overrides, ServerConfig, TlsConfig, TokensConfig, WorkspaceSettings,
 };
 pub use features::{
     Change, ChangeError, Delete, Features, PublishError, Published as FeaturesPublished, Upsert,
@@ -32,5 +33,6 @@ pub use hosts::{HostTables, Published, Reload};
 pub use server::Server;
 pub use shutdown::signal as shutdown_signal;
 pub use telemetry::{filter as log_filter, init as init_telemetry};
+pub use tls::check as check_tls;
 pub use tokencache::{Outcome, Spend, TokenCache};
 pub use workspaces::{PooledWorkspace, WorkspacePool};

@@ -7,7 +7,8 @@ use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 use edgewise_daemon::{
-    Auth, Config, HostTables, Overrides, Server, init_telemetry, log_filter, shutdown_signal,
+    Auth, Config, HostTables, Overrides, Server, check_tls, init_telemetry, log_filter,
+    shutdown_signal,
 };
 
 /// edgewise sidecar daemon. Runs with no configuration at all; a TOML file, environment
@@ -54,6 +55,7 @@ fn check_config(path: &std::path::Path, overrides: &Overrides) -> anyhow::Result
     // and not be readable by the service's user; the unit runs this check as that user).
     log_filter(&config.log)?;
     Auth::load(&config.api)?;
+    check_tls(&config.server.tls)?;
     // The host table is part of the configuration: a typo there must fail the check too.
     let hosts = HostTables::load(&config.hosts)?;
     if let Some(table) = hosts.current() {

@@ -9,7 +9,7 @@ use hyper_util::{
     server::graceful::GracefulShutdown,
     service::TowerToHyperService,
 };
-use tokio::net::TcpListener;
+use tokio::{net::TcpListener, time::timeout};
 
 use crate::{Config, api::App, api::router};
 
@@ -51,10 +51,10 @@ impl Server {
     /// finish for at most the configured grace period.
     ///
     /// Connections are served by hyper's own builder, not `axum::serve`, which sets no timer:
-    /// a client trickling its header lines held its connection (and a file descriptor) for as
-    /// long as it liked, since `request_timeout_ms` starts once the headers are in, and one
-    /// half-sent request kept a stopping daemon waiting for the whole grace period. Headers now
-    /// have `header_timeout_ms` to arrive. At most `server.max_connections` are open at once
+    /// `request_timeout_ms` starts once the headers are in, so without a header read timeout
+    /// a client trickling header lines holds a connection (and a file descriptor) as long as
+    /// it likes, and a stopping daemon waits for it. A TLS handshake and then each request's
+    /// headers get `header_timeout_ms`. At most `server.max_connections` are open at once
     /// (past it the server stops accepting until one closes), and at most
     /// `server.max_connections_per_peer` of one peer.
     pub async fn run(
@@ -68,7 +68,12 @@ impl Server {
             .header_read_timeout(self.config.header_timeout());
         let routes = router(Arc::clone(&self.app));
         let graceful = GracefulShutdown::new();
-        tracing::info!(%addr, "listening");
+        let scheme = if self.app.tls().is_some() {
+            "https"
+        } else {
+            "http"
+        };
+        tracing::info!(%addr, scheme, "listening");
         tokio::pin!(shutdown);
         loop {
             let slot = tokio::select! {
@@ -92,10 +97,28 @@ impl Server {
                 continue;
             };
             let service = TowerToHyperService::new(routes.clone());
-            let connection = http.serve_connection(TokioIo::new(stream), service);
-            let connection = graceful.watch(connection);
+            let (http, watcher) = (http.clone(), graceful.watcher());
+            let tls = self.app.tls().map(|tls| (Arc::clone(tls), tls.acceptor()));
+            let handshake_timeout = self.config.header_timeout();
             tokio::spawn(async move {
-                if let Err(error) = connection.await {
+                let outcome = match tls {
+                    None => {
+                        let connection = http.serve_connection(TokioIo::new(stream), service);
+                        watcher.watch(connection).await
+                    }
+                    Some((tls, acceptor)) => {
+                        // The handshake comes before any header: it gets the same deadline.
+                        let handshake = timeout(handshake_timeout, acceptor.accept(stream)).await;
+                        let Ok(Ok(stream)) = handshake else {
+                            tls.handshake_failed();
+                            tracing::debug!(%peer, "TLS handshake failed or timed out");
+                            return;
+                        };
+                        let connection = http.serve_connection(TokioIo::new(stream), service);
+                        watcher.watch(connection).await
+                    }
+                };
+                if let Err(error) = outcome {
                     tracing::debug!(%error, "connection ended");
                 }
                 drop(slot);

@@ -4,8 +4,10 @@
 //! README's test command runs first), or `EDGEWISED_BIN` if set.
 
 mod memcached;
+mod tls;
 
 pub use memcached::{Memcached, free_port};
+pub use tls::{Issued, TestCa, TlsClient, TlsConnection, write_replacing};
 
 use std::{
     io::{BufRead, BufReader, Read, Write},
@@ -291,4 +293,30 @@ fn parse_response(response: &[u8]) -> HttpResponse {
         headers,
         body: response[split + 4..].to_vec(),
     }
+}
+
+/// A directory for a test's files, removed with them when dropped.
+#[derive(Debug)]
+pub struct ScratchDir(PathBuf);
+
+impl std::ops::Deref for ScratchDir {
+    type Target = std::path::Path;
+
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A new empty [`ScratchDir`] under the system's temporary directory.
+pub fn scratch_dir(name: &str) -> ScratchDir {
+    let dir = std::env::temp_dir().join(format!("edgewise-tests-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("creating a scratch directory");
+    ScratchDir(dir)
 }

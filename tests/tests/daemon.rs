@@ -6,7 +6,7 @@ use std::{
     time::Duration,
 };
 
-use edgewise_tests::{Daemon, daemon_bin, http, http_request, sample, wait_until};
+use edgewise_tests::{Daemon, daemon_bin, http, http_request, sample, scratch_dir, wait_until};
 
 const EXIT_WAIT: Duration = Duration::from_secs(20);
 
@@ -96,11 +96,19 @@ fn check_config_validates_without_serving() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("shutdown_grace_secs: 2"));
     assert!(!String::from_utf8_lossy(&out.stderr).contains("warning"));
 
-    // Plain HTTP off this machine: valid, with a warning to put TLS in front.
+    // Plain HTTP off this machine: refused unless allowed, and then warned about.
     let public = dir.join("public.toml");
     std::fs::write(&public, "[server]\nlisten = \"0.0.0.0:7878\"\n").unwrap();
     let out = Command::new(daemon_bin())
         .args(["check-config", public.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("[server.tls]"), "{stderr}");
+    let out = Command::new(daemon_bin())
+        .args(["check-config", public.to_str().unwrap()])
+        .args(["--set", "server.allow_plain_http=true"])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -188,29 +196,6 @@ fn listen_conflict_is_reported() {
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("binding {taken}")), "{stderr}");
-}
-
-/// A directory for a test's files, removed with them when dropped.
-struct ScratchDir(std::path::PathBuf);
-
-impl std::ops::Deref for ScratchDir {
-    type Target = std::path::Path;
-
-    fn deref(&self) -> &std::path::Path {
-        &self.0
-    }
-}
-
-impl Drop for ScratchDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn scratch_dir(name: &str) -> ScratchDir {
-    let dir = std::env::temp_dir().join(format!("edgewise-tests-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    ScratchDir(dir)
 }
 
 #[test]
