@@ -1,12 +1,19 @@
 //! The worker's client for `edgewised`: where it is, the bearer secret, and a deadline on
 //! every call, answer read in full, so a slow daemon costs a request at most
 //! `DAEMON_TIMEOUT_MS`.
+//!
+//! With an `mtls_certificates` binding named `DAEMON_MTLS`, calls go through the binding's
+//! `fetch`, which presents its client certificate to a daemon that asks for one
+//! (`[server.tls] client_ca_file`); without it, through the global `fetch`.
 
 use std::time::Duration;
 
 use edgewise::{Origin, Scheme};
 use futures_util::future::{Either, select};
-use worker::{AbortController, Delay, Env, Fetch, Headers, Request, Response};
+use wasm_bindgen::JsValue;
+use worker::{
+    AbortController, AbortSignal, Delay, Env, Fetch, Fetcher, Headers, Request, Response,
+};
 
 use crate::config::{number, switch, var};
 
@@ -14,12 +21,15 @@ const DAEMON_URL: &str = "DAEMON_URL";
 const DAEMON_SECRET: &str = "DAEMON_SECRET";
 const DAEMON_TIMEOUT_MS: &str = "DAEMON_TIMEOUT_MS";
 const DAEMON_ALLOW_HTTP: &str = "DAEMON_ALLOW_HTTP";
+const DAEMON_MTLS: &str = "DAEMON_MTLS";
 
 pub(crate) struct Daemon {
     base: Origin,
     /// `Bearer <secret>`: never printed.
     authorization: String,
     timeout: Duration,
+    /// The `mtls_certificates` binding calls go through, if there is one.
+    client_certificate: Option<Fetcher>,
 }
 
 impl std::fmt::Debug for Daemon {
@@ -28,6 +38,7 @@ impl std::fmt::Debug for Daemon {
             .field("base", &self.base.as_str())
             .field("authorization", &"Bearer <redacted>")
             .field("timeout", &self.timeout)
+            .field("client_certificate", &self.client_certificate.is_some())
             .finish()
     }
 }
@@ -50,6 +61,14 @@ impl Daemon {
                 base.host()
             ));
         }
+        let client_certificate = client_certificate(env)?;
+        if client_certificate.is_some() && base.scheme() != Scheme::Https {
+            return Err(format!(
+                "{DAEMON_MTLS} presents a client certificate, which only https:// carries: \
+                 {DAEMON_URL} is {}",
+                base.as_str()
+            ));
+        }
         let secret = match env.secret(DAEMON_SECRET) {
             Ok(secret) => Some(secret.to_string()),
             Err(_) => var(env, DAEMON_SECRET)?,
@@ -68,6 +87,7 @@ impl Daemon {
             base,
             authorization: format!("Bearer {}", secret.trim()),
             timeout: Duration::from_millis(timeout),
+            client_certificate,
         })
     }
 
@@ -107,11 +127,14 @@ impl Daemon {
         let controller = AbortController::default();
         let signal = controller.signal();
         let exchange = async {
-            let fetch = Fetch::Request(request);
-            let response = fetch
-                .send_with_signal(&signal)
-                .await
-                .map_err(|e| format!("daemon unreachable: {e}"))?;
+            let response = match &self.client_certificate {
+                None => Fetch::Request(request).send_with_signal(&signal).await,
+                Some(binding) => match with_signal(&request, &signal) {
+                    Ok(request) => binding.fetch_request(request).await,
+                    Err(error) => Err(error),
+                },
+            };
+            let response = response.map_err(|e| format!("daemon unreachable: {e}"))?;
             read(response).await
         };
         match select(Box::pin(exchange), Delay::from(self.timeout)).await {
@@ -125,4 +148,24 @@ impl Daemon {
             }
         }
     }
+}
+
+/// The `DAEMON_MTLS` binding, if the worker has one; an error if it is not a fetcher.
+fn client_certificate(env: &Env) -> Result<Option<Fetcher>, String> {
+    let binding = worker::js_sys::Reflect::get(env, &JsValue::from_str(DAEMON_MTLS))
+        .map_err(|_| format!("{DAEMON_MTLS}: the environment cannot be read"))?;
+    if binding.is_undefined() {
+        return Ok(None);
+    }
+    env.service(DAEMON_MTLS).map(Some).map_err(|e| {
+        format!("{DAEMON_MTLS} must be an mtls_certificates binding in wrangler.toml: {e}")
+    })
+}
+
+/// `request`, aborted when `signal` is (a binding's `fetch` takes no signal of its own).
+fn with_signal(request: &Request, signal: &AbortSignal) -> worker::Result<Request> {
+    let init = web_sys::RequestInit::new();
+    init.set_signal(Some(signal));
+    let request = web_sys::Request::new_with_request_and_init(request.inner(), &init)?;
+    Ok(Request::from(request))
 }

@@ -4,7 +4,7 @@
 
 import { spawn, execFileSync } from "node:child_process";
 import { createServer, connect } from "node:net";
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { ROOT } from "./worker.mjs";
 
@@ -95,10 +95,18 @@ export async function startMemcached(args = []) {
 }
 
 // edgewised with its API secret, backed by `memcached` (an address) or its embedded store;
-// `args` go to its command line as they are (e.g. ["--config", file]).
-export async function startDaemon({ secret, memcached, args: extra = [] } = {}) {
+// `args` go to its command line as they are (e.g. ["--config", file]). `tls`, a directory
+// `testCa()` wrote, serves HTTPS with its server certificate, and with `mutual` asks clients
+// for a certificate of its client CA.
+export async function startDaemon({ secret, memcached, args: extra = [], tls, mutual = false } = {}) {
   const port = await freePort();
   const args = ["--listen", `127.0.0.1:${port}`, "--log-format", "json", ...extra];
+  if (tls) {
+    const set = (key, file) => args.push("--set", `server.tls.${key}=${JSON.stringify(path.join(tls, file))}`);
+    set("cert_file", "server.crt");
+    set("key_file", "server.key");
+    if (mutual) set("client_ca_file", "client-ca.pem");
+  }
   // 400 ms, not the default 100, for spends to answer: a loaded 2-core CI VM stalls that long
   // now and then, and the tests count every answer. Below the workers' own deadline (500 ms
   // in these tests), so that the daemon gives its verdict before the worker gives up.
@@ -112,12 +120,22 @@ export async function startDaemon({ secret, memcached, args: extra = [] } = {}) 
   };
   await launch();
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${tls ? "https" : "http"}://127.0.0.1:${port}`,
     signal: (name) => child.kill(name),
     kill: () => stop(child),
     restart: async () => { await stop(child); await launch(); },
     close: () => stop(child),
   };
+}
+
+// A throwaway PKI in `dir` (tests/src/bin/edgewise-test-ca.rs): server-ca.pem, server.crt/key,
+// client-ca.pem, client.crt/key, and stranger.crt/key of another CA. Returns the PEMs by name.
+export function testCa(dir) {
+  execFileSync(bin("edgewise-test-ca", "EDGEWISE_TEST_CA_BIN"), [dir]);
+  const read = (name) => readFileSync(path.join(dir, name), "utf8");
+  return Object.fromEntries(
+    ["server-ca.pem", "client.crt", "client.key", "stranger.crt", "stranger.key"].map((n) => [n, read(n)]),
+  );
 }
 
 // The test issuer (tests/src/bin/edgewise-issuer.rs) with the committed test-only key.

@@ -17,10 +17,11 @@ export function compatibilityDate() {
 }
 
 // `build` is a worker-build output directory: build/ by default, another for benchmark builds.
-// `serve` ({ host, port }) also serves the worker over HTTP there (port 0: the kernel's pick).
-export async function startWorker(bindings, build = BUILD, serve = {}) {
+// `options` are more Miniflare options: { host, port } also serves the worker over HTTP there
+// (port 0: the kernel's pick), `serviceBindings` stands in for an mtls_certificates binding.
+export async function startWorker(bindings, build = BUILD, options = {}) {
   const mf = new Miniflare({
-    ...serve,
+    ...options,
     modulesRoot: build,
     modules: [
       { type: "ESModule", path: path.join(build, "index.js") },
