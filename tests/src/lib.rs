@@ -62,8 +62,23 @@ impl Daemon {
 
     /// Like [`Daemon::start`], with extra environment variables.
     pub fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Daemon {
-        let mut child = Command::new(daemon_bin())
+        let mut command = Command::new(daemon_bin());
+        command.envs(env.iter().copied());
+        Daemon::spawn(command, args)
+    }
+
+    /// Like [`Daemon::start_with_env`], under file mode creation mask `umask` (octal).
+    pub fn start_with_umask(args: &[&str], env: &[(&str, &str)], umask: &str) -> Daemon {
+        let mut command = Command::new("sh");
+        command
             .envs(env.iter().copied())
+            .args(["-c", "umask \"$0\" && exec \"$@\"", umask])
+            .arg(daemon_bin());
+        Daemon::spawn(command, args)
+    }
+
+    fn spawn(mut command: Command, args: &[&str]) -> Daemon {
+        let mut child = command
             .args(["--listen", "127.0.0.1:0", "--log-format", "text"])
             .args(args)
             .env("NO_COLOR", "1")

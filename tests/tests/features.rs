@@ -164,6 +164,36 @@ fn batches_publish_versions_readers_in_other_processes_see() {
 /// The secret is checked before the body is read: an unauthenticated upload is refused at its
 /// headers, not after up to 16 MiB held in memory (the daemon used to wait for the body).
 #[test]
+fn the_store_keeps_its_modes_under_any_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    for umask in ["077", "000"] {
+        let setup = Setup::new(&format!("umask-{umask}"));
+        let config = setup.dir.join("edgewised.toml");
+        let args = ["--config", config.to_str().unwrap()];
+        let daemon = Daemon::start_with_umask(&args, &[("EDGEWISED_API_SECRET", SECRET)], umask);
+        for version in 1..=2 {
+            let body = format!(r#"{{"upserts":[{{"table":"t","key":1,"values":[{version}]}}]}}"#);
+            assert_eq!(put(&daemon, &body).0, 200);
+        }
+        assert!(read(&setup.store(), "t", 1).is_some());
+        let store = setup.store();
+        for (name, expected) in [
+            ("", 0o750),
+            ("readers", 0o1770),
+            ("state", 0o660),
+            ("data_0", 0o640),
+            ("data_1", 0o640),
+        ] {
+            let mode = std::fs::metadata(store.join(name))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o7777, expected, "{name:?} under umask {umask}");
+        }
+    }
+}
+
+#[test]
 fn an_unauthenticated_upload_is_refused_before_its_body() {
     let setup = Setup::new("unauthenticated");
     let daemon = setup.start();

@@ -4,10 +4,10 @@
 
 #![allow(unsafe_code)]
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File, OpenOptions, Permissions};
 use std::io;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
 use std::sync::atomic::AtomicU64;
@@ -16,6 +16,110 @@ use memmap2::{MmapOptions, MmapRaw};
 
 use super::StoreError;
 use super::protocol::{Protocol, WORDS};
+
+/// The store directory: the writer's alone to change (no other user can add, rename or remove
+/// a file in it), its group's to read.
+pub(crate) const DIR_MODE: u32 = 0o750;
+/// `readers/`: every reader creates its slot's lock file here; sticky, so none can remove or
+/// replace another's.
+pub(crate) const READERS_DIR_MODE: u32 = 0o1770;
+/// The state file: readers write their slots in it.
+pub(crate) const STATE_MODE: u32 = 0o660;
+/// Data files: written by the writer only, read by its group.
+pub(crate) const DATA_MODE: u32 = 0o640;
+/// Lock files: `writer.lock` is the writer's; a slot's is opened read-only by other readers.
+pub(crate) const WRITER_LOCK_MODE: u32 = 0o600;
+pub(crate) const SLOT_LOCK_MODE: u32 = 0o640;
+
+/// Gives `path` exactly `mode`, whatever the umask it was created under; a symlink there is
+/// an error, not followed.
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), StoreError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(StoreError::io("open", path))?;
+    file.set_permissions(Permissions::from_mode(mode))
+        .map_err(StoreError::io("chmod", path))
+}
+
+/// Creates the directory `path` (and its parents) if needed, and gives it `mode`.
+pub(crate) fn make_dir(path: &Path, mode: u32) -> Result<(), StoreError> {
+    fs::create_dir_all(path).map_err(StoreError::io("create", path))?;
+    set_mode(path, mode)
+}
+
+/// Opens the lock file of a reader slot for `flock`, creating it if missing. Read-only: a
+/// lock file another reader made is theirs, and `flock` needs no write access.
+pub(crate) fn open_slot_lock(path: &Path) -> Result<File, StoreError> {
+    let read_only = || {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+    };
+    match read_only() {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        opened => return opened.map_err(StoreError::io("open", path)),
+    }
+    let created = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(SLOT_LOCK_MODE)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path);
+    match created {
+        Ok(file) => {
+            file.set_permissions(Permissions::from_mode(SLOT_LOCK_MODE))
+                .map_err(StoreError::io("chmod", path))?;
+            Ok(file)
+        }
+        // Another reader made it meanwhile.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            read_only().map_err(StoreError::io("open", path))
+        }
+        Err(e) => Err(StoreError::io("create", path)(e)),
+    }
+}
+
+/// Opens `path` read-write without following a symlink there, creating it if `create`;
+/// the file gets exactly `mode`.
+pub(crate) fn open_rw(path: &Path, create: Create, mode: u32) -> Result<File, StoreError> {
+    let mut options = OpenOptions::new();
+    options
+        .read(true)
+        .write(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    match create {
+        Create::IfMissing => {
+            options.create(true);
+        }
+        Create::Anew => {
+            // A file left by a killed writer is removed, not reused: only a file this call
+            // made can be trusted to be a plain file nobody else holds open.
+            match fs::remove_file(path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(StoreError::io("remove", path)(e)),
+            }
+            options.create_new(true);
+        }
+    }
+    let file = options.open(path).map_err(StoreError::io("open", path))?;
+    file.set_permissions(Permissions::from_mode(mode))
+        .map_err(StoreError::io("chmod", path))?;
+    Ok(file)
+}
+
+/// How [`open_rw`] treats a missing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Create {
+    /// It is created.
+    IfMissing,
+    /// Whatever is there is removed and a new file created (`O_CREAT | O_EXCL`).
+    Anew,
+}
 
 /// Makes `file` at least `len` bytes long with every block up to there allocated. A page of
 /// a sparse file (as `set_len` leaves it) is allocated when first written, and through a
@@ -82,6 +186,7 @@ impl StateMap {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
             .map_err(StoreError::io("open", path))?;
         let actual = file.metadata().map_err(StoreError::io("stat", path))?.len();
@@ -104,13 +209,7 @@ impl StateMap {
     /// reader ever maps a half-made one).
     pub(crate) fn create(path: &Path) -> Result<StateMap, StoreError> {
         let tmp = path.with_extension("tmp");
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)
-            .map_err(StoreError::io("create", &tmp))?;
+        let file = open_rw(&tmp, Create::Anew, STATE_MODE)?;
         reserve(&file, &tmp, STATE_BYTES)?;
         let state = StateMap::map(&file, &tmp)?;
         Protocol::init(state.words()).ok_or(StoreError::StateCorrupt {
@@ -160,7 +259,11 @@ pub(crate) struct ReadMap {
 impl ReadMap {
     /// Maps the whole data file at `path`.
     pub(crate) fn open(path: &Path) -> Result<ReadMap, StoreError> {
-        let file = File::open(path).map_err(StoreError::io("open", path))?;
+        let file = OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(StoreError::io("open", path))?;
         let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
         if len == 0 {
             return Err(StoreError::Truncated {
@@ -212,16 +315,15 @@ pub(crate) struct WriteMap {
 }
 
 impl WriteMap {
-    /// Opens (creating if needed) the file at `path`, at least `len` bytes long, and maps it.
-    /// `fresh` truncates it to empty first: the file is new to everybody.
+    /// Opens (creating if needed) the data file at `path`, at least `len` bytes long, and
+    /// maps it. `fresh` makes a new file in its place: the file is new to everybody.
     pub(crate) fn open(path: &Path, len: u64, fresh: bool) -> Result<WriteMap, StoreError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(fresh)
-            .open(path)
-            .map_err(StoreError::io("open", path))?;
+        let create = if fresh {
+            Create::Anew
+        } else {
+            Create::IfMissing
+        };
+        let file = open_rw(path, create, DATA_MODE)?;
         let mut map = WriteMap::map(file, path)?;
         map.grow(path, len)?;
         Ok(map)

@@ -2,7 +2,7 @@
 
 #![allow(unsafe_code)]
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
 use std::sync::atomic::AtomicU64;
@@ -306,16 +306,9 @@ fn corrupt(path: &Path, reason: &'static str) -> StoreError {
 
 /// The first reader slot whose lock file nobody holds; the lock is the claim.
 fn claim_slot(dir: &Path) -> Result<(usize, File), StoreError> {
-    let readers = dir.join("readers");
-    fs::create_dir_all(&readers).map_err(StoreError::io("create", &readers))?;
     for index in 0..SLOTS {
         let path = files::slot_lock_path(dir, index);
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(StoreError::io("open", &path))?;
+        let file = files::open_slot_lock(&path)?;
         match file.try_lock() {
             Ok(()) => return Ok((index, file)),
             Err(fs::TryLockError::WouldBlock) => {}

@@ -2,7 +2,7 @@
 
 #![allow(unsafe_code)]
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use rkyv::rancor;
 use rkyv::ser::writer::Buffer;
 
-use super::files::{self, StateMap, WriteMap};
+use super::files::{self, Create, StateMap, WriteMap};
 use super::format::{HEADER, Header};
 use super::protocol::Protocol;
 use super::{FeatureSnapshot, StoreError};
@@ -106,16 +106,15 @@ impl FeatureWriter {
     /// needed. An existing state file must be intact ([`StoreError::StateSize`],
     /// [`StoreError::StateCorrupt`]); an unfinished publish of a killed writer is simply
     /// redone by the next [`FeatureWriter::publish`].
+    ///
+    /// The directory and its files get the store's permission modes, whatever the umask and
+    /// whatever they had: the directory and data files are the writer's to change and its
+    /// group's to read; readers write only the state file and their lock files.
     pub fn open(dir: &Path, options: WriterOptions) -> Result<FeatureWriter, StoreError> {
-        let readers = dir.join("readers");
-        fs::create_dir_all(&readers).map_err(StoreError::io("create", &readers))?;
+        files::make_dir(dir, files::DIR_MODE)?;
+        files::make_dir(&dir.join("readers"), files::READERS_DIR_MODE)?;
         let lock_path = dir.join("writer.lock");
-        let lock = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(StoreError::io("open", &lock_path))?;
+        let lock = files::open_rw(&lock_path, Create::IfMissing, files::WRITER_LOCK_MODE)?;
         match lock.try_lock() {
             Ok(()) => {}
             Err(fs::TryLockError::WouldBlock) => return Err(StoreError::WriterLocked(lock_path)),
@@ -123,10 +122,17 @@ impl FeatureWriter {
         }
         let state_path = files::state_path(dir);
         let state = if state_path.exists() {
+            files::set_mode(&state_path, files::STATE_MODE)?;
             StateMap::open(&state_path)?
         } else {
             StateMap::create(&state_path)?
         };
+        for copy in [0, 1] {
+            let path = files::data_path(dir, copy);
+            if path.exists() {
+                files::set_mode(&path, files::DATA_MODE)?;
+            }
+        }
         let current = Protocol::over(state.words()).current();
         let version = published_version(dir, current).unwrap_or(0);
         Ok(FeatureWriter {

@@ -405,3 +405,66 @@ fn readers_follow_a_store_made_anew() {
     let guard = reader.read().unwrap();
     assert_stamped(&guard);
 }
+
+/// The permission bits of `path` (not following a symlink).
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::symlink_metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn files_get_the_permission_model_whatever_they_had() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("modes");
+    let loose = |path: &Path| fs::set_permissions(path, fs::Permissions::from_mode(0o777));
+    {
+        let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+        writer.publish(&stamped(1, 1, 5, 2)).unwrap();
+        writer.publish(&stamped(2, 1, 5, 2)).unwrap();
+    }
+    // A store an older daemon, or a careless operator, left open to every user.
+    for name in ["", "readers", "state", "data_0", "data_1", "writer.lock"] {
+        loose(&dir.0.join(name)).unwrap();
+    }
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    writer.publish(&stamped(3, 1, 5, 2)).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    assert_eq!(reader.read().unwrap().version(), 3);
+    for (name, expected) in [
+        ("", 0o750),
+        ("readers", 0o1770),
+        ("state", 0o660),
+        ("data_0", 0o640),
+        ("data_1", 0o640),
+        ("writer.lock", 0o600),
+        ("readers/0000", 0o640),
+    ] {
+        assert_eq!(mode(&dir.0.join(name)), expected, "{name:?}");
+    }
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn the_writer_never_writes_through_a_symlink_in_the_store() {
+    let dir = TempDir::new("symlinks");
+    let victim = TempDir::new("symlinks-victim");
+    fs::create_dir_all(&victim.0).unwrap();
+    let secret = victim.0.join("secret");
+    fs::write(&secret, b"keep me").unwrap();
+    let secret_mode = mode(&secret);
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    writer.publish(&stamped(1, 1, 5, 2)).unwrap();
+    // A stale temporary file that is a link: removed, and a new file made in its place.
+    std::os::unix::fs::symlink(&secret, dir.0.join("data_0.tmp")).unwrap();
+    writer.publish(&stamped(2, 1, 5, 2)).unwrap();
+    assert_eq!(fs::read(&secret).unwrap(), b"keep me");
+    drop(writer);
+    // A data file replaced by a link: the writer refuses it rather than write through it.
+    fs::remove_file(dir.0.join("data_1")).unwrap();
+    std::os::unix::fs::symlink(&secret, dir.0.join("data_1")).unwrap();
+    let error = FeatureWriter::open(&dir.0, quick()).unwrap_err();
+    assert!(error.to_string().contains("data_1"), "{error}");
+    assert_eq!(fs::read(&secret).unwrap(), b"keep me");
+    assert_eq!(mode(&secret), secret_mode, "the link's target was chmod'ed");
+}
