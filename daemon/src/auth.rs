@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use anyhow::Context;
+use edgewise::Secret;
 
 use crate::config::ApiConfig;
 
@@ -10,17 +11,9 @@ use crate::config::ApiConfig;
 const MIN_SECRET_LEN: usize = 16;
 
 /// The configured secret, or none (then every authenticated request is refused).
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Auth {
-    secret: Option<Box<[u8]>>,
-}
-
-impl std::fmt::Debug for Auth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Auth")
-            .field("configured", &self.secret.is_some())
-            .finish()
-    }
+    secret: Option<Secret<Box<[u8]>>>,
 }
 
 impl Auth {
@@ -54,7 +47,7 @@ impl Auth {
             );
         }
         Ok(Auth {
-            secret: secret.map(|s| s.as_bytes().into()),
+            secret: secret.map(|s| Secret::new(s.as_bytes().into())),
         })
     }
 
@@ -66,7 +59,7 @@ impl Auth {
         let Some(presented) = strip_bearer(value) else {
             return false;
         };
-        constant_time_eq(presented, secret)
+        constant_time_eq(presented, secret.expose())
     }
 }
 

@@ -37,6 +37,7 @@ mod path;
 mod privacypass;
 mod protected;
 mod route;
+mod secret;
 #[cfg(feature = "store")]
 mod store;
 mod subset;
@@ -66,6 +67,7 @@ pub use route::{
     AttributeSource, MAX_PATH_PREFIXES, MAX_ROUTE_ATTRIBUTES, PathPrefix, RouteAttribute,
     path_segment, prefix_value, query_value, routing_path,
 };
+pub use secret::Secret;
 #[cfg(feature = "store")]
 pub use store::{
     FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, PublishReport,

@@ -8,7 +8,7 @@
 
 use std::time::Duration;
 
-use edgewise::{Origin, Scheme};
+use edgewise::{Origin, Scheme, Secret};
 use futures_util::future::{Either, select};
 use wasm_bindgen::JsValue;
 use worker::{
@@ -23,24 +23,14 @@ const DAEMON_TIMEOUT_MS: &str = "DAEMON_TIMEOUT_MS";
 const DAEMON_ALLOW_HTTP: &str = "DAEMON_ALLOW_HTTP";
 const DAEMON_MTLS: &str = "DAEMON_MTLS";
 
+#[derive(Debug)]
 pub(crate) struct Daemon {
     base: Origin,
-    /// `Bearer <secret>`: never printed.
-    authorization: String,
+    /// `Bearer <secret>`.
+    authorization: Secret<String>,
     timeout: Duration,
     /// The `mtls_certificates` binding calls go through, if there is one.
     client_certificate: Option<Fetcher>,
-}
-
-impl std::fmt::Debug for Daemon {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Daemon")
-            .field("base", &self.base.as_str())
-            .field("authorization", &"Bearer <redacted>")
-            .field("timeout", &self.timeout)
-            .field("client_certificate", &self.client_certificate.is_some())
-            .finish()
-    }
 }
 
 impl Daemon {
@@ -85,7 +75,7 @@ impl Daemon {
         }
         Ok(Daemon {
             base,
-            authorization: format!("Bearer {}", secret.trim()),
+            authorization: Secret::new(format!("Bearer {}", secret.trim())),
             timeout: Duration::from_millis(timeout),
             client_certificate,
         })
@@ -102,7 +92,7 @@ impl Daemon {
     pub(crate) fn headers(&self) -> Result<Headers, String> {
         let headers = Headers::new();
         headers
-            .set("authorization", &self.authorization)
+            .set("authorization", self.authorization.expose())
             .map_err(|e| e.to_string())?;
         Ok(headers)
     }

@@ -41,3 +41,13 @@ fn comparison_handles_every_length() {
     assert!(!constant_time_eq(b"\xff", b"\x00"));
     assert!(constant_time_eq(b"abc", b"abc"));
 }
+
+#[test]
+fn debug_output_never_shows_the_secret() {
+    let auth = Auth::new(Some(SECRET)).unwrap();
+    let shown = format!("{auth:?}");
+    assert!(
+        !shown.contains(SECRET) && shown.contains("redacted"),
+        "{shown}"
+    );
+}
