@@ -56,6 +56,9 @@ pub struct FeaturesConfig {
     /// How long a publish waits for readers still on the copy it is about to overwrite, in
     /// milliseconds; a reader slower than that gets an error instead of torn data.
     pub reader_grace_ms: u64,
+    /// How often the published version's file is checked whole (checksum and index), in
+    /// seconds; a damaged one is published again from memory. 0: never.
+    pub verify_interval_secs: u64,
 }
 
 impl Default for FeaturesConfig {
@@ -69,6 +72,7 @@ impl Default for FeaturesConfig {
             max_put_bytes: 16 * 1024 * 1024,
             max_ingest_bytes: 1 << 30,
             reader_grace_ms: 1000,
+            verify_interval_secs: 60,
         }
     }
 }
@@ -77,6 +81,11 @@ impl FeaturesConfig {
     /// The ingest directory scan interval.
     pub fn ingest_interval(&self) -> Duration {
         Duration::from_millis(self.ingest_interval_ms.max(1))
+    }
+
+    /// The interval of whole-file checks of the published version, if they are on.
+    pub fn verify_interval(&self) -> Option<Duration> {
+        (self.verify_interval_secs > 0).then(|| Duration::from_secs(self.verify_interval_secs))
     }
 
     fn validate(&self) -> anyhow::Result<()> {

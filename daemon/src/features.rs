@@ -63,6 +63,7 @@ struct Metrics {
     bytes: Gauge,
     ingested: Counter,
     rejected_files: Counter,
+    damaged: Counter,
 }
 
 /// What a publish did.
@@ -124,6 +125,20 @@ impl Features {
                 config.max_ingest_bytes,
             )?;
         }
+        if let Some(interval) = config.verify_interval() {
+            let verifying = Arc::clone(&features);
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(interval).await;
+                    let features = Arc::clone(&verifying);
+                    // A checksum over the whole file: off the runtime's threads.
+                    if let Err(error) = tokio::task::spawn_blocking(move || features.verify()).await
+                    {
+                        tracing::error!(%error, "feature store check panicked");
+                    }
+                }
+            });
+        }
         if let (Some(socket), Some(connections)) = (&config.socket, &features.socket) {
             let lookup = Arc::clone(&features) as Arc<dyn memcache::Lookup>;
             memcache::serve(socket, lookup, Arc::clone(connections))
@@ -172,6 +187,34 @@ impl Features {
             keys: keys(snapshot),
             bytes: usize::try_from(report.bytes).unwrap_or(usize::MAX),
         })
+    }
+
+    /// Checks the published version's file whole (readers check only its header and index)
+    /// and, if it is damaged, publishes the snapshot again from memory; the version then
+    /// published, if it had to.
+    pub fn verify(&self) -> Option<u64> {
+        let mut publisher = lock(&self.publisher);
+        let error = publisher.writer.verify().err()?;
+        self.metrics.damaged.inc();
+        tracing::error!(
+            %error,
+            "the published feature file is damaged: publishing the snapshot again"
+        );
+        let Publisher { writer, snapshot } = &mut *publisher;
+        snapshot.version = writer.version() + 1;
+        snapshot.created_unix_ms = unix_ms();
+        match writer.publish(snapshot) {
+            Ok(report) => {
+                self.metrics.observe_snapshot(snapshot);
+                self.metrics.published.inc();
+                Some(report.version)
+            }
+            Err(error) => {
+                self.metrics.failed.inc();
+                tracing::error!(%error, "publishing the snapshot again failed");
+                None
+            }
+        }
     }
 
     /// Waits for an ingest or publish in progress to end and takes no further files
@@ -273,6 +316,11 @@ impl Features {
                 "rejected_files",
                 "Snapshot files rejected (moved to rejected/ with the reason).",
                 &m.rejected_files,
+            ),
+            (
+                "damaged",
+                "Published files found damaged by the periodic check (then published again).",
+                &m.damaged,
             ),
         ];
         for (name, help, counter) in counters {

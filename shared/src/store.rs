@@ -9,7 +9,7 @@
 //! A store is a directory: `state` (the synchronization words, see the protocol below, and one
 //! reader slot per reader on its own cache line), `data_0` and `data_1` (two copies, each the
 //! [archive format](FeatureSnapshot::to_archive): a 64-byte header with the full xxh3-64
-//! checksum, then the rkyv 0.8 archive), `writer.lock` and `readers/NNNN` (lock files: the one
+//! checksum, then the rkyv 0.8 archive, then the table index), `writer.lock` and `readers/NNNN` (lock files: the one
 //! writer, and the claim on each reader slot; the OS drops a lock when its process dies).
 //!
 //! # Protocol
@@ -28,10 +28,12 @@
 //! mapping keeps the old file, intact, and later publishes ignore their stale slots. So no
 //! reader ever sees torn bytes, and no reader delays the writer longer than the grace period.
 //!
-//! Each reader validates each new version once (checksum and rkyv bytecheck, plus the table
-//! layout's invariants) and reads it unchecked afterwards. A version that fails is refused and
-//! the last good version is served while it is intact ([`FeatureGuard::refused`] says why).
-//! A killed writer leaves `current` on the last good version; a restarted writer continues.
+//! A reader checks each new version's header and table index once, in O(tables) (`index`),
+//! and bounds-checks every lookup against what it checked: damaged bytes give wrong answers or
+//! none, never a read outside the mapping. A version whose header or index fails is refused
+//! and the last good version is served while it is intact ([`FeatureGuard::refused`] says
+//! why). The archive's checksum is the writer's to check ([`FeatureWriter::verify`]). A killed
+//! writer leaves `current` on the last good version; a restarted writer continues.
 //!
 //! A data file cut shorter while a reader maps it would raise SIGBUS in that reader (the OS
 //! gives no other signal); the writer never shrinks its files (and grows back one cut short
@@ -65,6 +67,7 @@
 mod error;
 mod files;
 mod format;
+mod index;
 mod protocol;
 mod reader;
 mod schema;

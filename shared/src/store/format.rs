@@ -2,9 +2,11 @@
 //! 64-byte header, then the rkyv archive of the snapshot.
 //!
 //! Header, little-endian `u64`s: magic `EWFEAT01`, generation (0 outside a store), archive
-//! length, xxh3-64 of the archive, snapshot version, creation time, a reserved zero, and xxh3-64
-//! of the 56 bytes before it. The full 64-bit checksum is in the data, not squeezed into the
-//! state word as mmap-sync does (24 bits there), and readers check it.
+//! length, xxh3-64 of the archive, snapshot version, creation time, the length of the table
+//! index after the archive (0 outside a store; see `index`), and xxh3-64 of the 56 bytes
+//! before it. The full 64-bit checksum is in the data, not squeezed into the state word as
+//! mmap-sync does (24 bits there); the writer and the daemon's verifier check it, readers
+//! check the header and the index.
 
 use std::path::Path;
 use std::prelude::rust_2024::*;
@@ -34,6 +36,8 @@ pub(crate) struct Header {
     pub(crate) checksum: u64,
     pub(crate) version: u64,
     pub(crate) created_unix_ms: u64,
+    /// Bytes of the table index after the archive; 0 if there is none.
+    pub(crate) index_len: u64,
 }
 
 impl Header {
@@ -45,7 +49,7 @@ impl Header {
             self.checksum,
             self.version,
             self.created_unix_ms,
-            0,
+            self.index_len,
         ];
         let mut out = [0u8; HEADER];
         for (chunk, word) in out.chunks_exact_mut(8).zip(words) {
@@ -67,7 +71,7 @@ impl Header {
         if words[0] != MAGIC {
             return Err("not a feature archive (bad magic)");
         }
-        if xxh3_64(&header[..56]) != words[7] || words[6] != 0 {
+        if xxh3_64(&header[..56]) != words[7] {
             return Err("archive header checksum mismatch");
         }
         Ok(Header {
@@ -76,6 +80,7 @@ impl Header {
             checksum: words[3],
             version: words[4],
             created_unix_ms: words[5],
+            index_len: words[6],
         })
     }
 
@@ -87,6 +92,7 @@ impl Header {
             checksum: xxh3_64(archive),
             version: snapshot.version,
             created_unix_ms: snapshot.created_unix_ms,
+            index_len: 0,
         }
     }
 }

@@ -9,20 +9,22 @@ use std::sync::atomic::AtomicU64;
 
 use super::StoreError;
 use super::files::{self, ReadMap, StateMap};
-use super::format::{self, HEADER, Header};
+use super::format::Header;
+use super::index::{self, TableIndex};
 use super::protocol::{EnterError, Protocol, SLOTS};
-use super::schema::{ArchivedFeatureSnapshot, ArchivedRows};
 
 /// Registration attempts per read before giving up with [`StoreError::Overrun`]: each failed
 /// attempt means the writer finished a whole publish and began the next one in between two of
 /// the reader's instructions.
 const ENTER_TRIES: u32 = 8;
 
-/// A copy's archive, validated for one generation.
-#[derive(Debug, Clone, Copy)]
+/// A copy's version, its header and table index checked for one generation.
+#[derive(Debug)]
 struct Valid {
     generation: u64,
-    len: usize,
+    version: u64,
+    created_unix_ms: u64,
+    tables: Vec<TableIndex>,
 }
 
 /// Reads the snapshots a [`FeatureWriter`](super::FeatureWriter) publishes, from any process.
@@ -33,8 +35,10 @@ struct Valid {
 ///
 /// [`FeatureReader::read`] is wait-free: it stores its slot, loads two words and compares, with
 /// no lock and no system call, except the first time it sees a new version, when it maps the
-/// data file if needed and validates the archive once (checksum and rkyv bytecheck), and one
-/// read in 1,024, which `stat`s the state file to follow a store directory made anew.
+/// data file if needed and checks its header and table index (O(tables), no pass over the
+/// data), and one read in 1,024, which `stat`s the state file to follow a store directory made
+/// anew. Lookups are bounds-checked against the mapping: damaged bytes give wrong answers or
+/// none, never a read outside it.
 #[derive(Debug)]
 pub struct FeatureReader {
     dir: PathBuf,
@@ -112,7 +116,10 @@ impl FeatureReader {
         let (generation, error) = loop {
             let generation = self.enter()?;
             let copy = (generation % 2) as usize;
-            if self.valid[copy].is_some_and(|v| v.generation == generation) {
+            if self.valid[copy]
+                .as_ref()
+                .is_some_and(|v| v.generation == generation)
+            {
                 return Ok(self.guard(generation, None));
             }
             if let Some((refused, _)) = &self.refused
@@ -161,8 +168,8 @@ impl FeatureReader {
             self.refused = Some((generation, error));
         }
         let good = self.good.filter(|&good| {
-            let valid = self.valid[(good % 2) as usize];
-            valid.is_some_and(|v| v.generation == good) && self.register(good)
+            let valid = &self.valid[(good % 2) as usize];
+            valid.as_ref().is_some_and(|v| v.generation == good) && self.register(good)
         });
         match good {
             Some(good) => {
@@ -237,7 +244,9 @@ impl FeatureReader {
                 }
                 continue;
             }
-            if header.generation < generation || HEADER as u64 + header.len > map.len() as u64 {
+            let needed = index::offset(header.len).and_then(|at| at.checked_add(header.index_len));
+            let needed = needed.unwrap_or(u64::MAX);
+            if header.generation < generation || needed > map.len() as u64 {
                 // Stale mapping of a replaced file, or the file grew: map it again.
                 if !remapped {
                     continue;
@@ -248,43 +257,39 @@ impl FeatureReader {
                         "data file holds an older generation than the state names",
                     )));
                 }
+                return Err(Load::Bad(StoreError::Truncated {
+                    path,
+                    actual: map.len() as u64,
+                    needed,
+                }));
             }
-            let body = format::body(&path, bytes, &header)?;
-            let archived = format::validate(&path, body)?;
-            if archived.version.to_native() != header.version {
-                return Err(Load::Bad(corrupt(
-                    &path,
-                    "header and archive disagree on the version",
-                )));
-            }
+            let tables = index::read(bytes, header.len, header.index_len)
+                .map_err(|reason| Load::Bad(corrupt(&path, reason)))?;
             self.valid[index] = Some(Valid {
                 generation,
-                len: body.len(),
+                version: header.version,
+                created_unix_ms: header.created_unix_ms,
+                tables,
             });
             return Ok(());
         }
         Err(Load::Moved)
     }
 
-    /// A guard on `generation`, which is validated and registered.
+    /// A guard on `generation`, which is checked and registered.
     fn guard<'r>(&'r self, generation: u64, refused: Option<&'r StoreError>) -> FeatureGuard<'r> {
         let index = (generation % 2) as usize;
-        let valid = self.valid[index];
-        let body = match (&self.copies[index], valid) {
-            (Some(map), Some(valid)) => {
-                // SAFETY: registered on `generation` (see `load`).
-                let bytes = unsafe { map.bytes() };
-                bytes.get(HEADER..HEADER + valid.len)
-            }
+        let view = match (&self.copies[index], &self.valid[index]) {
+            (Some(map), Some(valid)) => Some(View {
+                // SAFETY: registered on `generation` (see `load`), so nothing writes the
+                // mapping while the guard lives.
+                file: unsafe { map.bytes() },
+                valid,
+            }),
             _ => None,
         };
-        let snapshot = body.map(|body| {
-            // SAFETY: these exact bytes were validated (rkyv bytecheck and the layout's checks)
-            // for `generation`, and while the reader is registered on it they do not change.
-            unsafe { rkyv::access_unchecked::<ArchivedFeatureSnapshot>(body) }
-        });
         FeatureGuard {
-            snapshot,
+            view,
             slot: self.slot_word(),
             refused,
         }
@@ -346,35 +351,52 @@ fn claim_slot(dir: &Path) -> Result<(usize, File), StoreError> {
 pub struct FeatureGuard<'r> {
     /// Always set on a guard handed out (`Option` only so that a broken invariant reads as an
     /// empty snapshot, not a panic).
-    snapshot: Option<&'r ArchivedFeatureSnapshot>,
+    view: Option<View<'r>>,
     slot: Option<&'r AtomicU64>,
     refused: Option<&'r StoreError>,
+}
+
+/// A registered version: its mapped file and the reader's checked index of it.
+#[derive(Debug, Clone, Copy)]
+struct View<'r> {
+    file: &'r [u8],
+    valid: &'r Valid,
 }
 
 impl<'r> FeatureGuard<'r> {
     /// The snapshot's version.
     #[inline]
     pub fn version(&self) -> u64 {
-        self.snapshot.map_or(0, |s| s.version.to_native())
+        self.view.map_or(0, |v| v.valid.version)
     }
 
     /// When the snapshot was made, milliseconds since the Unix epoch.
     pub fn created_unix_ms(&self) -> u64 {
-        self.snapshot.map_or(0, |s| s.created_unix_ms.to_native())
+        self.view.map_or(0, |v| v.valid.created_unix_ms)
     }
 
     /// The table called `name`, for as long as this guard lives.
     #[inline]
     pub fn table(&self, name: &str) -> Option<TableRef<'_>> {
-        self.snapshot?.table(name).map(|rows| TableRef { rows })
+        let view = self.view?;
+        let index = view.valid.tables.iter().find(|t| &*t.name == name)?;
+        Some(TableRef {
+            file: view.file,
+            index,
+        })
     }
 
     /// Every table with its name, for as long as this guard lives.
     pub fn tables(&self) -> impl Iterator<Item = (&str, TableRef<'_>)> {
-        self.snapshot
-            .into_iter()
-            .flat_map(|s| s.tables.iter())
-            .map(|t| (t.name.as_str(), TableRef { rows: &t.rows }))
+        self.view.into_iter().flat_map(|view| {
+            view.valid.tables.iter().map(move |index| {
+                let table = TableRef {
+                    file: view.file,
+                    index,
+                };
+                (&*index.name, table)
+            })
+        })
     }
 
     /// Why a newer version than this one was refused (damaged data), if one was: the guard
@@ -395,19 +417,20 @@ impl Drop for FeatureGuard<'_> {
 /// A table of a [`FeatureGuard`]'s snapshot, borrowing the guard.
 #[derive(Debug, Clone, Copy)]
 pub struct TableRef<'r> {
-    rows: &'r ArchivedRows,
+    file: &'r [u8],
+    index: &'r TableIndex,
 }
 
 impl<'r> TableRef<'r> {
     /// The vector of `key`, in place in the mapped file (no copy).
     #[inline]
     pub fn get(&self, key: u64) -> Option<&'r [f32]> {
-        self.rows.get(key)
+        self.index.get(self.file, key)
     }
 
     /// Keys in the table.
     pub fn len(&self) -> usize {
-        self.rows.len()
+        self.index.len()
     }
 
     /// True if the table has no key.
@@ -417,6 +440,6 @@ impl<'r> TableRef<'r> {
 
     /// Every key and its vector, in no particular order.
     pub fn iter(&self) -> impl Iterator<Item = (u64, &'r [f32])> + use<'r> {
-        self.rows.iter()
+        self.index.iter(self.file)
     }
 }

@@ -58,12 +58,12 @@ impl FeatureTable {
 }
 
 /// `len` of a free index slot (no vector has `u32::MAX` floats: [`RowLayout`] refuses it).
-const EMPTY: u32 = u32::MAX;
+pub(crate) const EMPTY: u32 = u32::MAX;
 
 /// An index slot: where the vector of `key` starts in the value array, and its length.
 #[derive(Debug, Clone, Copy, Archive, Serialize)]
 #[rkyv(derive(Debug))]
-struct Slot {
+pub(crate) struct Slot {
     key: u64,
     start: u32,
     len: u32,
@@ -120,7 +120,7 @@ pub(crate) fn rows_size_bound(rows: &HashMap<u64, Vec<f32>>) -> Option<usize> {
 /// splitmix64's finalizer: keys are often small counters or already hashes; either way the
 /// low bits that pick a slot must depend on all of the key.
 #[inline]
-fn mix(key: u64) -> u64 {
+pub(crate) fn mix(key: u64) -> u64 {
     let z = (key ^ (key >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     let z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
@@ -208,32 +208,16 @@ impl core::fmt::Display for TooLarge {
 impl core::error::Error for TooLarge {}
 
 impl ArchivedRows {
-    /// The vector of `key`, read in place.
-    #[inline]
-    pub(crate) fn get(&self, key: u64) -> Option<&[f32]> {
-        let slots = self.slots.as_slice();
-        let mask = slots.len().wrapping_sub(1);
-        let mut i = mix(key) as usize & mask;
-        // Bounded even on an index without a free slot (validation refuses one anyway).
-        for _ in 0..slots.len() {
-            let slot = slots.get(i)?;
-            let len = slot.len.to_native();
-            if len == EMPTY {
-                return None;
-            }
-            if slot.key.to_native() == key {
-                return self.vector(slot.start.to_native(), len);
-            }
-            i = (i + 1) & mask;
-        }
-        None
-    }
-
     #[inline]
     fn vector(&self, start: u32, len: u32) -> Option<&[f32]> {
         let values: &[f32] = bytemuck::cast_slice(self.values.as_slice());
         let start = start as usize;
         values.get(start..start.checked_add(len as usize)?)
+    }
+
+    /// Its slots and its values, where they lie (the writer's table index records them).
+    pub(crate) fn parts(&self) -> (&[ArchivedSlot], &[f32_le]) {
+        (self.slots.as_slice(), self.values.as_slice())
     }
 
     /// Keys stored.
@@ -301,15 +285,6 @@ impl ArchivedFeatureSnapshot {
             return Err("two tables share a name");
         }
         Ok(())
-    }
-
-    /// The table called `name`.
-    #[inline]
-    pub(crate) fn table(&self, name: &str) -> Option<&ArchivedRows> {
-        self.tables
-            .iter()
-            .find(|table| table.name.as_str() == name)
-            .map(|table| &table.rows)
     }
 }
 

@@ -14,7 +14,9 @@ use rkyv::ser::writer::Buffer;
 
 use super::files::{self, Create, StateMap, WriteMap};
 use super::format::{HEADER, Header};
+use super::index;
 use super::protocol::Protocol;
+use super::schema::ArchivedFeatureSnapshot;
 use super::{FeatureSnapshot, StoreError};
 
 /// How a [`FeatureWriter`] waits for readers.
@@ -156,6 +158,36 @@ impl FeatureWriter {
         &self.dir
     }
 
+    /// Checks the current version's data file whole: the archive's checksum and the table
+    /// index. Readers check only the header and the index of a new version, so damage done to
+    /// a file after it was published (a disk error, a process with write access) is found
+    /// here, by whoever calls this (the daemon, periodically), and repaired by publishing the
+    /// snapshot again. `Ok(None)` if nothing is published.
+    pub fn verify(&self) -> Result<Option<u64>, StoreError> {
+        let current = Protocol::over(self.state.words()).current();
+        if current == 0 {
+            return Ok(None);
+        }
+        let path = files::data_path(&self.dir, current % 2);
+        let map = files::ReadMap::open(&path)?;
+        // SAFETY: `current`'s copy is not written until the next publish, which needs
+        // `&mut self`; the writer lock keeps other writers out.
+        let bytes = unsafe { map.bytes() };
+        let corrupt = |reason| StoreError::DataCorrupt {
+            path: path.clone(),
+            reason,
+        };
+        let header = Header::decode(bytes).map_err(corrupt)?;
+        if header.generation != current {
+            return Err(corrupt(
+                "the file holds another generation than the state names",
+            ));
+        }
+        super::format::body(&path, bytes, &header)?;
+        index::read(bytes, header.len, header.index_len).map_err(corrupt)?;
+        Ok(Some(header.version))
+    }
+
     /// The newest version the store's files hold intact: the current one, or, if its file is
     /// damaged, the one before it, which the other copy keeps until the next publish. `None`
     /// if nothing was published; the current version's error if neither copy is intact.
@@ -197,7 +229,10 @@ impl FeatureWriter {
         let copy = generation % 2;
         let size = snapshot
             .size_bound()
-            .and_then(|n| n.checked_add(HEADER))
+            .and_then(|n| {
+                n.checked_add(HEADER)?
+                    .checked_add(index::bound(snapshot.tables.len())?)
+            })
             .ok_or(StoreError::TooLarge("archive size overflows"))? as u64;
         protocol.begin(generation);
         let (waited, stuck_readers) = self.wait(generation);
@@ -283,7 +318,7 @@ impl FeatureWriter {
     }
 }
 
-/// Serializes `snapshot` straight into the mapped file, then its header; the bytes written.
+/// Serializes `snapshot` straight into the mapped file ([`write_into`]).
 fn write_archive(
     map: &mut WriteMap,
     generation: u64,
@@ -294,14 +329,41 @@ fn write_archive(
     // reader can newly register on it), or the file is a fresh one nobody else has opened;
     // the writer lock keeps other writers out.
     let bytes = unsafe { map.bytes_mut() };
-    let (head, rest) = bytes.split_at_mut(HEADER.min(bytes.len()));
+    write_into(bytes, generation, snapshot)
+}
+
+/// Writes `snapshot` into `file` (a data file's bytes, 64-byte aligned): the archive, then the
+/// table index after it, then the header. The bytes written.
+pub(crate) fn write_into(
+    file: &mut [u8],
+    generation: u64,
+    snapshot: &FeatureSnapshot,
+) -> Result<u64, StoreError> {
+    let base = file.as_ptr();
+    let (head, rest) = file.split_at_mut(HEADER.min(file.len()));
     // A killed writer leaves no header that matches the half-written body.
     head.fill(0);
-    let written = rkyv::api::high::to_bytes_in::<_, rancor::Error>(snapshot, Buffer::from(rest))
-        .map_err(|e| StoreError::Serialize(e.to_string()))?;
-    let header = Header::of(snapshot, generation, &written);
-    head.copy_from_slice(&header.encode());
-    Ok(HEADER as u64 + header.len)
+    let archive_len =
+        rkyv::api::high::to_bytes_in::<_, rancor::Error>(snapshot, Buffer::from(&mut *rest))
+            .map_err(|e| StoreError::Serialize(e.to_string()))?
+            .len();
+    let archive = &rest[..archive_len];
+    let mut header = Header::of(snapshot, generation, archive);
+    // SAFETY: these bytes are what rkyv's serializer wrote for `snapshot` just now, at a
+    // 64-byte aligned offset, and nothing else writes them meanwhile (the caller's contract):
+    // a valid archive of `FeatureSnapshot`.
+    let archived = unsafe { rkyv::access_unchecked::<ArchivedFeatureSnapshot>(archive) };
+    let table_index = index::encode(base, archived);
+    let at = index::offset(archive_len as u64).and_then(|at| usize::try_from(at).ok());
+    let target = at
+        .and_then(|at| file.get_mut(at..at.checked_add(table_index.len())?))
+        .ok_or(StoreError::TooLarge(
+            "table index past the file's reserved size",
+        ))?;
+    target.copy_from_slice(&table_index);
+    header.index_len = table_index.len() as u64;
+    file[..HEADER].copy_from_slice(&header.encode());
+    Ok(HEADER as u64 + header.len + header.index_len)
 }
 
 /// The snapshot of `generation`, read and checked whole from the data file that holds it.

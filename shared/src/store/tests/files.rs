@@ -9,6 +9,7 @@ use std::thread;
 use std::time::Duration;
 
 use super::stamped;
+use crate::store::format::HEADER as HEADER_BYTES;
 use crate::store::*;
 
 /// A fresh directory, removed on drop.
@@ -119,6 +120,50 @@ fn a_second_writer_is_refused_and_a_restarted_one_continues() {
     assert_eq!(reader.read().unwrap().version(), 8);
 }
 
+/// Where the table index of the data file at `path` starts.
+fn index_at(path: &Path) -> usize {
+    let bytes = fs::read(path).unwrap();
+    let header = crate::store::format::Header::decode(&bytes).unwrap();
+    crate::store::index::offset(header.len).unwrap() as usize
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn damage_to_the_data_is_found_by_verify_and_never_crashes_a_reader() {
+    let dir = TempDir::new("verify");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    assert_eq!(writer.verify().unwrap(), None);
+    writer.publish(&stamped(1, 2, 100, 8)).unwrap();
+    assert_eq!(writer.verify().unwrap(), Some(1));
+    assert_stamped(&reader.read().unwrap());
+    // Every byte of the archive overwritten once the reader has read the version: it does not
+    // look again, and gets wrong answers or none, nothing worse.
+    let path = dir.0.join("data_1");
+    let end = index_at(&path);
+    let mut bytes = fs::read(&path).unwrap();
+    for (i, byte) in bytes[HEADER_BYTES..end].iter_mut().enumerate() {
+        *byte = (i as u8).wrapping_mul(0x9d) ^ 0xff;
+    }
+    fs::write(&path, &bytes).unwrap();
+    {
+        let guard = reader.read().unwrap();
+        assert_eq!(guard.version(), 1);
+        for (_, table) in guard.tables() {
+            for key in 0..1000u64 {
+                let _ = table.get(key.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+            }
+            let _ = table.iter().count();
+        }
+    }
+    let error = writer.verify().unwrap_err();
+    assert!(matches!(error, StoreError::Checksum { .. }), "{error}");
+    // Published again, the snapshot is whole.
+    writer.publish(&stamped(2, 2, 100, 8)).unwrap();
+    assert_eq!(writer.verify().unwrap(), Some(2));
+    assert_stamped(&reader.read().unwrap());
+}
+
 #[test]
 #[cfg_attr(miri, ignore)]
 fn damaged_new_versions_are_refused_and_the_last_good_one_served() {
@@ -128,14 +173,17 @@ fn damaged_new_versions_are_refused_and_the_last_good_one_served() {
     writer.publish(&stamped(1, 1, 100, 8)).unwrap();
     assert_eq!(reader.read().unwrap().version(), 1);
 
-    // Version 2 goes to data_0; flip a byte in its body.
+    // Version 2 goes to data_0; flip a byte of its table index.
     writer.publish(&stamped(2, 1, 100, 8)).unwrap();
-    flip_byte(&dir.0.join("data_0"), 200);
+    flip_byte(&dir.0.join("data_0"), index_at(&dir.0.join("data_0")) + 9);
     for _ in 0..2 {
         let guard = reader.read().unwrap();
         assert_eq!(guard.version(), 1, "last good version");
         assert_stamped(&guard);
-        assert!(matches!(guard.refused(), Some(StoreError::Checksum { .. })));
+        assert!(matches!(
+            guard.refused(),
+            Some(StoreError::DataCorrupt { .. })
+        ));
     }
     // A good version 3 (data_1) heals.
     writer.publish(&stamped(3, 1, 100, 8)).unwrap();
@@ -467,4 +515,50 @@ fn the_writer_never_writes_through_a_symlink_in_the_store() {
     assert!(error.to_string().contains("data_1"), "{error}");
     assert_eq!(fs::read(&secret).unwrap(), b"keep me");
     assert_eq!(mode(&secret), secret_mode, "the link's target was chmod'ed");
+}
+
+#[test]
+#[cfg_attr(miri, ignore)]
+fn bytes_changing_under_a_reader_never_crash_it() {
+    use std::os::unix::fs::FileExt;
+    let dir = TempDir::new("live-damage");
+    let mut writer = FeatureWriter::open(&dir.0, quick()).unwrap();
+    let mut reader = FeatureReader::open(&dir.0).unwrap();
+    writer.publish(&stamped(1, 2, 2000, 16)).unwrap();
+    assert_stamped(&reader.read().unwrap());
+    let path = dir.0.join("data_1");
+    let len = fs::metadata(&path).unwrap().len();
+    let stop = Arc::new(AtomicBool::new(false));
+    // Another process with write access, or a failing disk: random bytes anywhere in the file
+    // (header and index included) while the reader reads the version it already checked.
+    let vandal = {
+        let stop = Arc::clone(&stop);
+        let file = fs::OpenOptions::new().write(true).open(&path).unwrap();
+        thread::spawn(move || {
+            let mut x = 0x2545_f491_4f6c_dd1du64;
+            while !stop.load(Ordering::Relaxed) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                file.write_all_at(&x.to_le_bytes(), x % (len - 8)).unwrap();
+            }
+        })
+    };
+    let start = std::time::Instant::now();
+    let mut lookups = 0u64;
+    while start.elapsed() < Duration::from_millis(300) {
+        let guard = reader.read().unwrap();
+        for (_, table) in guard.tables() {
+            for key in 0..2000u64 {
+                if let Some(row) = table.get(key.wrapping_mul(0x9e37_79b9_7f4a_7c15)) {
+                    lookups += row.len() as u64;
+                }
+            }
+            lookups += table.iter().count() as u64;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    vandal.join().unwrap();
+    assert!(lookups > 0);
+    assert!(writer.verify().is_err(), "the damage is found");
 }
