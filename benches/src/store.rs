@@ -170,6 +170,16 @@ impl Histogram {
         self.max = self.max.max(other.max);
     }
 
+    /// Operations that took more than `ns` nanoseconds (to the histogram's resolution).
+    pub fn above(&self, ns: u64) -> u64 {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|&(index, _)| middle(index) > ns)
+            .map(|(_, &count)| count)
+            .sum()
+    }
+
     /// Operations recorded.
     pub fn len(&self) -> u64 {
         self.len

@@ -2,8 +2,8 @@
 
 use super::Histogram;
 
-/// The quantiles of a latency row: p50, p90, p99, p999 and max.
-pub const QUANTILES: [f64; 5] = [0.5, 0.9, 0.99, 0.999, 1.0];
+/// The quantiles of a latency row: p50, p90, p99, p999, p9999 and max.
+pub const QUANTILES: [f64; 6] = [0.5, 0.9, 0.99, 0.999, 0.9999, 1.0];
 
 /// `ns` with a unit: `612 ns`, `1.13 µs`, `12.9 ms`.
 pub fn duration(ns: f64) -> String {
