@@ -133,7 +133,7 @@ impl IssuerKey {
         TOKEN_TYPE_BLIND_RSA
     }
 
-    /// Whether `authenticator` is an RSASSA-PSS (SHA-384, MGF1-SHA-384, 48-byte salt)
+    /// Whether `authenticator` is an RSASSA-PSS (SHA-384, MGF1-SHA-384, 48-byte or empty salt)
     /// signature over `message`.
     pub(crate) fn verifies(&self, message: &[u8], authenticator: &[u8]) -> bool {
         self.pss.verify(message, authenticator)

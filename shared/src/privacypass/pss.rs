@@ -1,5 +1,9 @@
 //! RSASSA-PSS verification (RFC 8017 section 8.1.2) for 2048-bit keys, SHA-384, MGF1-SHA-384,
-//! 48-byte salt: the verification of token type 0x0002.
+//! and a 48-byte or an empty salt: the verification of token type 0x0002, whose registry entry
+//! (RFC 9578 section 8.2.2) names both RSABSSA-SHA384-PSS-Deterministic and
+//! RSABSSA-SHA384-PSSZERO-Deterministic. In blind RSA the client, not the issuer, encodes the
+//! message, so the salt length is the client's choice either way; the unmasked DB tells which
+//! one a signature used, so a signature verifies under one of them at most.
 //!
 //! The worker verifies on the request path, and the `rsa` crate's general big-number code is
 //! slow at it: side by side on the 2-core dev machine (benches/benches/privacypass.rs, and a
@@ -20,7 +24,8 @@ use mont::{Limb, Modulus};
 /// k = emLen: a 2048-bit modulus gives emBits = 2047, which still takes 256 bytes.
 pub(crate) const MODULUS_LEN: usize = 256;
 const HASH_LEN: usize = 48;
-const SALT_LEN: usize = 48;
+/// Salt lengths accepted: RSABSSA-SHA384-PSS (48) and RSABSSA-SHA384-PSSZERO (0).
+const SALT_LENS: [usize; 2] = [48, 0];
 /// Length of maskedDB / DB.
 const DB_LEN: usize = MODULUS_LEN - HASH_LEN - 1;
 
@@ -73,7 +78,8 @@ pub(crate) fn verify_with<L: Limb, const N: usize>(
     emsa_pss_verify(&Sha384::digest(message).into(), &em)
 }
 
-/// EMSA-PSS-VERIFY (RFC 8017 section 9.1.2) with emBits = 2047, SHA-384 and a 48-byte salt.
+/// EMSA-PSS-VERIFY (RFC 8017 section 9.1.2) with emBits = 2047, SHA-384 and a salt of one of
+/// [`SALT_LENS`]: the one where DB's `0x01` separator stands.
 fn emsa_pss_verify(m_hash: &[u8; HASH_LEN], em: &[u8; MODULUS_LEN]) -> bool {
     let Some((masked_db, rest)) = em.split_first_chunk::<DB_LEN>() else {
         return false;
@@ -88,13 +94,14 @@ fn emsa_pss_verify(m_hash: &[u8; HASH_LEN], em: &[u8; MODULUS_LEN]) -> bool {
     let mut db = *masked_db;
     mgf1_xor(h, &mut db);
     db[0] &= 0x7f;
-    let (padding, salt) = db.split_at(DB_LEN - SALT_LEN);
-    let Some((one, zeros)) = padding.split_last() else {
+    let separated = |salt_len: usize| {
+        let (padding, _) = db.split_at(DB_LEN - salt_len);
+        matches!(padding.split_last(), Some((0x01, zeros)) if zeros.iter().all(|&b| b == 0))
+    };
+    let Some(salt_len) = SALT_LENS.into_iter().find(|&len| separated(len)) else {
         return false;
     };
-    if *one != 0x01 || zeros.iter().any(|&b| b != 0) {
-        return false;
-    }
+    let salt = &db[DB_LEN - salt_len..];
     let expected = Sha384::new()
         .chain_update([0u8; 8])
         .chain_update(m_hash)

@@ -937,6 +937,37 @@ mod issuer {
     }
 
     #[test]
+    fn pss_zero_tokens_verify_and_other_salt_lengths_do_not() {
+        use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _};
+        let private = {
+            use rsa::pkcs8::DecodePrivateKey as _;
+            rsa::RsaPrivateKey::from_pkcs8_pem(RFC9578_SK_PEM).unwrap()
+        };
+        let (bytes, digest) = rfc_token();
+        let signed = |salt_len: usize| {
+            let signer = rsa::pss::BlindedSigningKey::<sha2::Sha384>::new_with_salt_len(
+                private.clone(),
+                salt_len,
+            );
+            let signature = signer
+                .sign_with_rng(&mut TestRng::new(3), &bytes[..98])
+                .to_bytes();
+            let mut token = bytes[..98].to_vec();
+            token.extend_from_slice(&signature);
+            Token::from_bytes(&token).unwrap()
+        };
+        assert_eq!(rfc_verifier().verify(&signed(0), &[digest], NOW), Ok(()));
+        assert_eq!(rfc_verifier().verify(&signed(48), &[digest], NOW), Ok(()));
+        for salt_len in [1, 32] {
+            assert_eq!(
+                rfc_verifier().verify(&signed(salt_len), &[digest], NOW),
+                Err(TokenError::BadSignature),
+                "salt of {salt_len} bytes"
+            );
+        }
+    }
+
+    #[test]
     fn a_different_salt_length_does_not_verify() {
         use rsa::signature::{RandomizedSigner as _, SignatureEncoding as _};
         let private = {
@@ -1310,10 +1341,21 @@ fn emsa_pss_verify_checks_every_step() {
             "DB[{at}] = {value:#04x}"
         );
     }
-    for len in [0, 20, 32, 47, 49, 64, 158] {
+    for len in [1, 20, 32, 47, 49, 64, 158] {
         let (db, h) = pss_db_and_h(message, &vec![0x5a; len]);
         assert_eq!(check(&pss_em(&db, &h)), [false; 3], "salt of {len} bytes");
     }
+    // PSSZERO: no salt at all, the separator in DB's last byte.
+    let (db, h) = pss_db_and_h(message, &[]);
+    assert_eq!(check(&pss_em(&db, &h)), [true; 3], "empty salt");
+    // Its H over a 48-byte salt of zeros is not the same signature.
+    let (db, _) = pss_db_and_h(message, &[]);
+    let (_, h48) = pss_db_and_h(message, &[0; 48]);
+    assert_eq!(
+        check(&pss_em(&db, &h48)),
+        [false; 3],
+        "empty salt, H of another"
+    );
     // Steps 12-14: H' over another message, or another salt than DB carries.
     let (db, _) = pss_db_and_h(message, &salt);
     let (_, other_h) = pss_db_and_h(b"edgewisf", &salt);
