@@ -53,6 +53,21 @@ pub(crate) fn decode_once(bytes: &mut Vec<u8>) -> bool {
     changed
 }
 
+/// `/`-separated segments without their trailing dots and spaces; those left empty dropped.
+fn trimmed(path: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(path.len());
+    for mut name in path.split(|&b| b == b'/') {
+        while let [rest @ .., b'.' | b' '] = name {
+            name = rest;
+        }
+        if !name.is_empty() {
+            out.push(b'/');
+            out.extend_from_slice(name);
+        }
+    }
+    out
+}
+
 fn hex(digit: u8) -> Option<u8> {
     char::from(digit).to_digit(16).map(|d| d as u8)
 }
@@ -188,19 +203,16 @@ pub(crate) fn normalised(path: &[u8], reading: Reading) -> Vec<u8> {
                 let parent = out.iter().rposition(|&b| b == b'/').unwrap_or(0);
                 out.truncate(parent);
             }
-            // Windows resolves dot segments first, then trims what are names.
-            mut name => {
-                if reading.ends == Ends::Trim {
-                    while let [rest @ .., b'.' | b' '] = name {
-                        name = rest;
-                    }
-                }
-                if !name.is_empty() {
-                    out.push(b'/');
-                    out.extend_from_slice(name);
-                }
+            name => {
+                out.push(b'/');
+                out.extend_from_slice(name);
             }
         }
+    }
+    // Windows resolves dot segments first, then trims what are names: `/private./.../..` is
+    // `/private`, the `..` taking `...` away before it could trim to nothing.
+    if reading.ends == Ends::Trim {
+        out = trimmed(&out);
     }
     if directory || out.is_empty() {
         out.push(b'/');
