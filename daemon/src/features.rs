@@ -21,7 +21,9 @@ use std::{
 };
 
 use anyhow::Context;
-use edgewise::{FeatureGuard, FeatureReader, FeatureSnapshot, FeatureWriter, WriterOptions};
+use edgewise::{
+    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureWriter, PublishReport, WriterOptions,
+};
 
 pub use change::{Change, ChangeError, Delete, Upsert};
 
@@ -170,23 +172,29 @@ impl Features {
             self.metrics.refused.inc();
             return Err(error.into());
         }
-        let Publisher { writer, snapshot } = &mut *publisher;
+        let report = self.publish(&mut publisher)?;
+        self.metrics.publish.observe(started.elapsed());
+        Ok(Published {
+            version: report.version,
+            keys: keys(&publisher.snapshot),
+            bytes: usize::try_from(report.bytes).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// Publishes the in-memory snapshot as the next version, and counts it on `/metrics`.
+    fn publish(&self, publisher: &mut Publisher) -> Result<PublishReport, edgewise::StoreError> {
+        let Publisher { writer, snapshot } = publisher;
         snapshot.version = writer.version() + 1;
         snapshot.created_unix_ms = unix_ms();
         let report = writer
             .publish(snapshot)
             .inspect_err(|_| self.metrics.failed.inc())?;
         self.metrics.observe_snapshot(snapshot);
-        self.metrics.publish.observe(started.elapsed());
         self.metrics.published.inc();
         self.metrics
             .bytes
             .set(i64::try_from(report.bytes).unwrap_or(i64::MAX));
-        Ok(Published {
-            version: report.version,
-            keys: keys(snapshot),
-            bytes: usize::try_from(report.bytes).unwrap_or(usize::MAX),
-        })
+        Ok(report)
     }
 
     /// Checks the published version's file whole (readers check only its header and index)
@@ -200,17 +208,9 @@ impl Features {
             %error,
             "the published feature file is damaged: publishing the snapshot again"
         );
-        let Publisher { writer, snapshot } = &mut *publisher;
-        snapshot.version = writer.version() + 1;
-        snapshot.created_unix_ms = unix_ms();
-        match writer.publish(snapshot) {
-            Ok(report) => {
-                self.metrics.observe_snapshot(snapshot);
-                self.metrics.published.inc();
-                Some(report.version)
-            }
+        match self.publish(&mut publisher) {
+            Ok(report) => Some(report.version),
             Err(error) => {
-                self.metrics.failed.inc();
                 tracing::error!(%error, "publishing the snapshot again failed");
                 None
             }
