@@ -31,16 +31,25 @@ pub(crate) const DATA_MODE: u32 = 0o640;
 pub(crate) const WRITER_LOCK_MODE: u32 = 0o600;
 pub(crate) const SLOT_LOCK_MODE: u32 = 0o640;
 
-/// Gives `path` exactly `mode`, whatever the umask it was created under; a symlink there is
-/// an error, not followed.
-pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), StoreError> {
-    let file = OpenOptions::new()
+/// Opens `path` read-only, refusing a symlink there and never blocking (on a FIFO put in a
+/// file's place). Every store file opens without following a link (std adds `O_CLOEXEC`).
+fn open_read(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
         .open(path)
-        .map_err(StoreError::io("open", path))?;
+}
+
+/// Gives `file` at `path` exactly `mode`, whatever the umask it was created under.
+fn chmod(file: &File, path: &Path, mode: u32) -> Result<(), StoreError> {
     file.set_permissions(Permissions::from_mode(mode))
         .map_err(StoreError::io("chmod", path))
+}
+
+/// Gives `path` exactly `mode`; a symlink there is an error, not followed.
+pub(crate) fn set_mode(path: &Path, mode: u32) -> Result<(), StoreError> {
+    let file = open_read(path).map_err(StoreError::io("open", path))?;
+    chmod(&file, path, mode)
 }
 
 /// Creates the directory `path` (and its parents) if needed, and gives it `mode`.
@@ -52,13 +61,7 @@ pub(crate) fn make_dir(path: &Path, mode: u32) -> Result<(), StoreError> {
 /// Opens the lock file of a reader slot for `flock`, creating it if missing. Read-only: a
 /// lock file another reader made is theirs, and `flock` needs no write access.
 pub(crate) fn open_slot_lock(path: &Path) -> Result<File, StoreError> {
-    let read_only = || {
-        OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(path)
-    };
-    match read_only() {
+    match open_read(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         opened => return opened.map_err(StoreError::io("open", path)),
     }
@@ -66,17 +69,13 @@ pub(crate) fn open_slot_lock(path: &Path) -> Result<File, StoreError> {
         .write(true)
         .create_new(true)
         .mode(SLOT_LOCK_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(path);
     match created {
-        Ok(file) => {
-            file.set_permissions(Permissions::from_mode(SLOT_LOCK_MODE))
-                .map_err(StoreError::io("chmod", path))?;
-            Ok(file)
-        }
+        Ok(file) => chmod(&file, path, SLOT_LOCK_MODE).map(|()| file),
         // Another reader made it meanwhile.
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            read_only().map_err(StoreError::io("open", path))
+            open_read(path).map_err(StoreError::io("open", path))
         }
         Err(e) => Err(StoreError::io("create", path)(e)),
     }
@@ -90,7 +89,7 @@ pub(crate) fn open_rw(path: &Path, create: Create, mode: u32) -> Result<File, St
         .read(true)
         .write(true)
         .mode(mode)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+        .custom_flags(libc::O_NOFOLLOW);
     match create {
         Create::IfMissing => {
             options.create(true);
@@ -107,9 +106,7 @@ pub(crate) fn open_rw(path: &Path, create: Create, mode: u32) -> Result<File, St
         }
     }
     let file = options.open(path).map_err(StoreError::io("open", path))?;
-    file.set_permissions(Permissions::from_mode(mode))
-        .map_err(StoreError::io("chmod", path))?;
-    Ok(file)
+    chmod(&file, path, mode).map(|()| file)
 }
 
 /// How [`open_rw`] treats a missing file.
@@ -186,7 +183,7 @@ impl StateMap {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
             .map_err(StoreError::io("open", path))?;
         let actual = file.metadata().map_err(StoreError::io("stat", path))?.len();
@@ -259,11 +256,7 @@ pub(crate) struct ReadMap {
 impl ReadMap {
     /// Maps the whole data file at `path`.
     pub(crate) fn open(path: &Path) -> Result<ReadMap, StoreError> {
-        let file = OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(path)
-            .map_err(StoreError::io("open", path))?;
+        let file = open_read(path).map_err(StoreError::io("open", path))?;
         let len = file.metadata().map_err(StoreError::io("stat", path))?.len();
         if len == 0 {
             return Err(StoreError::Truncated {
