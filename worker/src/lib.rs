@@ -22,6 +22,7 @@ mod route;
 mod scratch;
 mod strip;
 mod token;
+mod webcrypto;
 
 use config::Config;
 use edgewise::{Arena, HeaderSet, Origin};

@@ -2,8 +2,9 @@
 //! (`Authorization: PrivateToken token="..."`) for this deployment's challenge, signed by a
 //! configured issuer key, and never spent before.
 //!
-//! The signature and challenge are checked here, in Wasm, so forged or foreign tokens cost no
-//! round trip; only valid tokens go to the daemon, which spends each exactly once (memcached
+//! The challenge and key are checked here, in Wasm, and the signature by the runtime's WebCrypto
+//! ([`webcrypto`](crate::webcrypto)), so forged or foreign tokens cost no round trip; only valid
+//! tokens go to the daemon, which spends each exactly once (memcached
 //! set-if-absent). The daemon's answer decides: `fresh` passes, `spent` is a 401 with a new
 //! challenge, and anything else -- an error, a timeout, an unexpected reply -- is a 503: the
 //! check fails closed.
@@ -21,6 +22,7 @@ use crate::{
     crossing,
     daemon::Daemon,
     failure::Failure,
+    webcrypto,
 };
 
 /// What the worker needs to admit tokens, parsed once per isolate from the vars.
@@ -28,6 +30,8 @@ use crate::{
 pub(crate) struct TokenPolicy {
     paths: ProtectedPaths,
     verifier: Verifier,
+    /// The verifier's keys, imported into WebCrypto.
+    signatures: webcrypto::Keys,
     digest: [u8; 32],
     challenge: Rc<str>,
     redeem_url: String,
@@ -73,6 +77,7 @@ impl TokenPolicy {
             paths,
             digest: challenge.digest(),
             challenge: www_authenticate(&challenge, Some(first), max_age).into(),
+            signatures: webcrypto::Keys::new(verifier.keys()),
             verifier,
             redeem_url: daemon.url("/v1/tokens/redeem")?,
             daemon,
@@ -105,16 +110,29 @@ impl TokenPolicy {
             .and_then(|buf| buf.try_into().ok())
             .ok_or_else(|| Failure::Internal("workspace full".to_owned()))?;
         let token = Token::from_authorization(value.as_bytes(), scratch)
-            .and_then(|token| {
-                self.verifier
-                    .verify(&token, &[self.digest], now())
-                    .map(|()| token)
-            })
             .map_err(|e| self.invalid(e))?;
+        self.check_signature(&token).await?;
         match self.redeem(&token, arena).await? {
             Redeemed::Fresh => Ok(()),
             Redeemed::Spent => Err(Failure::TokenSpent(Rc::clone(&self.challenge))),
         }
+    }
+
+    /// Every check of [`Verifier::verify`], the signature's by WebCrypto.
+    pub(crate) async fn check_signature(&self, token: &Token<'_>) -> Result<(), Failure> {
+        let key = self
+            .verifier
+            .signer(token, &[self.digest], now())
+            .map_err(|e| self.invalid(e))?;
+        let valid = self
+            .signatures
+            .verify(key, token.input(), token.authenticator())
+            .await
+            .map_err(unavailable)?;
+        if !valid {
+            return Err(self.invalid(TokenError::BadSignature));
+        }
+        Ok(())
     }
 
     fn invalid(&self, error: TokenError) -> Failure {

@@ -50,6 +50,7 @@ const EVEN_MODULUS: &str = "RSA modulus is even";
 
 const TAG_INTEGER: u8 = 0x02;
 const TAG_BIT_STRING: u8 = 0x03;
+const TAG_NULL: u8 = 0x05;
 const TAG_OID: u8 = 0x06;
 const TAG_SEQUENCE: u8 = 0x30;
 
@@ -60,6 +61,8 @@ pub struct IssuerKey {
     id: [u8; 32],
     /// The RFC 9578 PSS-form SubjectPublicKeyInfo, DER.
     spki: Box<[u8]>,
+    /// The same key in the rsaEncryption form, DER.
+    rsa_spki: Box<[u8]>,
     pss: PssKey,
 }
 
@@ -109,10 +112,11 @@ impl IssuerKey {
             .filter(|&x| x <= MAX_EXPONENT)
             .ok_or(TokenError::BadIssuerKey(BAD_EXPONENT))?;
         let pss = PssKey::new(modulus, exponent).ok_or(TokenError::BadIssuerKey(BAD_EXPONENT))?;
-        let spki = pss_spki(n, e);
+        let spki = spki_der(PSS_ALGORITHM, n, e);
         Ok(IssuerKey {
             id: Sha256::digest(&spki).into(),
             spki: spki.into_boxed_slice(),
+            rsa_spki: spki_der(RSA_ENCRYPTION_ALGORITHM, n, e).into_boxed_slice(),
             pss,
         })
     }
@@ -126,6 +130,13 @@ impl IssuerKey {
     /// of a challenge.
     pub fn spki(&self) -> &[u8] {
         &self.spki
+    }
+
+    /// The same key as an rsaEncryption SubjectPublicKeyInfo (DER): the form WebCrypto's
+    /// `importKey("spki", ..., {name: "RSA-PSS", hash: "SHA-384"})` takes (workerd's and
+    /// browsers' refuse the id-RSASSA-PSS form of [`spki`](IssuerKey::spki)).
+    pub fn rsa_spki(&self) -> &[u8] {
+        &self.rsa_spki
     }
 
     /// The token type the key signs.
@@ -182,27 +193,36 @@ fn bit_len(n: &[u8]) -> usize {
         .map_or(0, |&top| n.len() * 8 - top.leading_zeros() as usize)
 }
 
-/// The RFC 9578 SubjectPublicKeyInfo for modulus `n` and exponent `e` (big-endian, no leading
-/// zeros):
+/// Which AlgorithmIdentifier a built SubjectPublicKeyInfo carries.
+type Algorithm = [(u8, &'static [u8]); 2];
+
+/// id-RSASSA-PSS with RFC 9578's parameters: the form the key id is computed over.
+const PSS_ALGORITHM: Algorithm = [(TAG_OID, OID_RSASSA_PSS), (TAG_SEQUENCE, PSS_PARAMS)];
+
+/// rsaEncryption with NULL parameters.
+const RSA_ENCRYPTION_ALGORITHM: Algorithm = [(TAG_OID, OID_RSA_ENCRYPTION), (TAG_NULL, &[])];
+
+/// The SubjectPublicKeyInfo for modulus `n` and exponent `e` (big-endian, no leading zeros):
 ///
 /// ```text
 /// SEQUENCE {
-///   SEQUENCE { OID id-RSASSA-PSS, SEQUENCE { PSS_PARAMS } }
+///   SEQUENCE { algorithm }
 ///   BIT STRING { 0 unused bits, SEQUENCE { INTEGER n, INTEGER e } }
 /// }
 /// ```
-fn pss_spki(n: &[u8], e: &[u8]) -> Vec<u8> {
+fn spki_der(algorithm: Algorithm, n: &[u8], e: &[u8]) -> Vec<u8> {
     let mut rsa_key = Vec::with_capacity(n.len() + e.len() + 16);
     der_uint(&mut rsa_key, n);
     der_uint(&mut rsa_key, e);
-    let mut algorithm = Vec::with_capacity(64);
-    der(&mut algorithm, TAG_OID, OID_RSASSA_PSS);
-    der(&mut algorithm, TAG_SEQUENCE, PSS_PARAMS);
+    let mut identifier = Vec::with_capacity(64);
+    for (tag, content) in algorithm {
+        der(&mut identifier, tag, content);
+    }
     let mut bits = Vec::with_capacity(rsa_key.len() + 8);
     bits.push(0);
     der(&mut bits, TAG_SEQUENCE, &rsa_key);
-    let mut body = Vec::with_capacity(algorithm.len() + bits.len() + 8);
-    der(&mut body, TAG_SEQUENCE, &algorithm);
+    let mut body = Vec::with_capacity(identifier.len() + bits.len() + 8);
+    der(&mut body, TAG_SEQUENCE, &identifier);
     der(&mut body, TAG_BIT_STRING, &bits);
     let mut out = Vec::with_capacity(body.len() + 4);
     der(&mut out, TAG_SEQUENCE, &body);

@@ -90,6 +90,9 @@ fn rsa_encryption_spki_gets_the_pss_key_id() {
     let key = IssuerKey::from_spki(&plain).unwrap();
     assert_eq!(key.id(), rfc_key().id());
     assert_eq!(key.spki(), &pk[..]);
+    // Either form gives back the other exactly.
+    assert_eq!(key.rsa_spki(), &plain[..]);
+    assert_eq!(rfc_key().rsa_spki(), &plain[..]);
     // And from base64 in either alphabet, padded or not, with whitespace around.
     for text in [
         STANDARD.encode(&plain),
@@ -487,7 +490,17 @@ fn verification_reasons() {
             Err(TokenError::BadSignature),
             "byte {at}"
         );
+        // The checks before the signature's pass: the signer is named, its check is left.
+        assert_eq!(
+            verifier.signer(&token, &[digest], NOW).map(IssuerKey::id),
+            Ok(rfc_key().id()),
+            "byte {at}"
+        );
     }
+    assert_eq!(
+        expiring.signer(&token, &[digest], NOW + 1).map(IssuerKey::id),
+        Err(TokenError::KeyExpired)
+    );
     // An authenticator at or above the modulus is no signature at all.
     let mut huge = bytes.clone();
     huge[98..].fill(0xff);

@@ -94,6 +94,24 @@ impl Verifier {
         accepted: &[[u8; 32]],
         now: u64,
     ) -> Result<(), TokenError> {
+        let key = self.signer(token, accepted, now)?;
+        if !key.verifies(token.input(), token.authenticator()) {
+            return Err(TokenError::BadSignature);
+        }
+        Ok(())
+    }
+
+    /// Every check of [`verify`](Verifier::verify) but the signature's: the key whose
+    /// signature `token` must carry, for a caller that checks it with another RSA
+    /// implementation (the worker uses the runtime's WebCrypto). The signature is an
+    /// RSASSA-PSS one over [`Token::input`] under [`IssuerKey::rsa_spki`], SHA-384,
+    /// MGF1-SHA-384, with a 48-byte or an empty salt; the token is valid only once it verifies.
+    pub fn signer(
+        &self,
+        token: &Token<'_>,
+        accepted: &[[u8; 32]],
+        now: u64,
+    ) -> Result<&IssuerKey, TokenError> {
         if !accepted.contains(token.challenge_digest()) {
             return Err(TokenError::WrongChallenge);
         }
@@ -106,10 +124,7 @@ impl Verifier {
         if entry.key.token_type() != token.token_type() {
             return Err(TokenError::UnknownKeyId);
         }
-        if !entry.key.verifies(token.input(), token.authenticator()) {
-            return Err(TokenError::BadSignature);
-        }
-        Ok(())
+        Ok(&entry.key)
     }
 
     fn entry(&self, key_id: &[u8; 32]) -> Option<&Entry> {
