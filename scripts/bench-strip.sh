@@ -9,5 +9,5 @@ cd "$ROOT"
 bash scripts/setup.sh >/dev/null
 log "building the worker (normal and with the bench feature)"
 bash scripts/build-worker.sh >/dev/null 2>&1
-worker-build --profile wasm-release --out-dir ../.edgewise/build-bench worker --features bench >/dev/null 2>&1
+bash scripts/build-worker.sh --bench >/dev/null 2>&1
 node benches/js/strip-cost.mjs "$@"

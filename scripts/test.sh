@@ -53,8 +53,9 @@ CARGO_TARGET_DIR=target/miri MIRIFLAGS="-Zmiri-disable-isolation -Zmiri-tree-bor
   cargo +nightly miri test --locked -p edgewise --features store --lib store::tests::index \
   2>&1 | tail -3
 
-log "build the Wasm worker"
+log "build the Wasm worker, and its bench build (tests/js/verifiers.test.mjs)"
 bash scripts/build-worker.sh
+bash scripts/build-worker.sh --bench
 
 log "node --test tests/js (Miniflare + wrangler dry-run)"
 # One file at a time: the deploy dry-run rebuilds build/, which the Miniflare tests load.

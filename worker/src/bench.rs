@@ -1,42 +1,153 @@
-//! In-runtime timing of the strip step (cargo feature `bench` only).
+//! In-runtime timing of the worker's steps, and the token verifiers side by side (cargo
+//! feature `bench` only; never in a deployed worker).
 //!
-//! Outside the runtime the JS side of the strip step (enumerating a `Headers`, copying strings
-//! into Wasm) cannot be measured, and end-to-end request latency through Miniflare is too noisy
-//! to show a few microseconds. Local workerd lets `Date.now()` advance during a request, so
-//! this handler runs each part of the step in a loop on the request's own headers.
+//! Outside the runtime the JS side of a step (enumerating a `Headers`, copying strings into
+//! Wasm, WebCrypto) cannot be measured, and end-to-end request latency through Miniflare is too
+//! noisy to show a few microseconds. Local workerd lets `Date.now()` advance during a request,
+//! so these handlers run each part of a step in a loop on the request's own headers.
+//!
+//! - `GET /__edgewise/bench/strip?n=N`: the strip step's parts, microseconds each.
+//! - `GET /__edgewise/bench/token?n=N`: the token check (header, decoding, challenge and key,
+//!   WebCrypto signature), the Rust verifier, and WebCrypto's verify alone, on the request's
+//!   token (one that verifies with a 48-byte salt).
+//! - `GET /__edgewise/bench/verify`: both verifiers' verdicts on the request's token.
 
 use std::hint::black_box;
 
-use edgewise::HeaderSet;
-use worker::{Headers, Request, Response, js_sys::Date};
+use edgewise::{HeaderSet, TOKEN_SCRATCH_LEN, Token, TokenError};
+use wasm_bindgen::prelude::wasm_bindgen;
+use worker::{Headers, Request, Response, Url, js_sys::Date, wasm_bindgen_futures::JsFuture};
 
-use crate::{config::Config, crossing, scratch, strip};
+use crate::{config::Config, crossing, failure::Failure, scratch, strip, token::TokenPolicy};
 
-const PATH: &str = "/__edgewise/bench/strip";
+#[wasm_bindgen(inline_js = r#"
+export async function webcrypto_verify_us(spki, signature, message, n) {
+  const key = await crypto.subtle.importKey(
+    "spki", spki.slice(), { name: "RSA-PSS", hash: "SHA-384" }, false, ["verify"]);
+  const sig = signature.slice(), msg = message.slice();
+  const start = Date.now();
+  for (let i = 0; i < n; i++) {
+    if (!(await crypto.subtle.verify({ name: "RSA-PSS", saltLength: 48 }, key, sig, msg))) {
+      throw new Error("the token does not verify with a 48-byte salt");
+    }
+  }
+  return (Date.now() - start) * 1000 / n;
+}
+"#)]
+extern "C" {
+    /// Microseconds per `crypto.subtle.verify` of `signature`, the key imported once.
+    fn webcrypto_verify_us(
+        spki: &[u8],
+        signature: &[u8],
+        message: &[u8],
+        n: u32,
+    ) -> worker::js_sys::Promise;
+}
 
 /// Where the timed outbound requests would go: they are built, never sent.
 const TARGET: &str = "http://upstream.invalid/";
 
-/// Timings as JSON (microseconds per operation) for `GET /__edgewise/bench/strip?n=N`.
-pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
+/// The answer for a bench path, `None` for any other request.
+pub(crate) async fn handle(req: &Request, config: &Config) -> Option<Response> {
     let url = req.url().ok()?;
-    if url.path() != PATH {
-        return None;
-    }
-    let n = url
-        .query_pairs()
+    let body = match url.path() {
+        "/__edgewise/bench/strip" => strip(req, &url, config),
+        "/__edgewise/bench/token" => token(req, &url, config.tokens.as_ref()?).await,
+        "/__edgewise/bench/verify" => verify(req, config.tokens.as_ref()?).await,
+        _ => return None,
+    };
+    Some(match body {
+        Ok(body) => Response::ok(body).ok()?,
+        Err(e) => Response::error(e, 500).ok()?,
+    })
+}
+
+fn iterations(url: &Url) -> u32 {
+    url.query_pairs()
         .find_map(|(k, v)| (k == "n").then(|| v.parse::<u32>().ok()).flatten())
         .unwrap_or(1000)
-        .max(1);
+        .max(1)
+}
+
+fn per_op(n: u32, f: &mut dyn FnMut()) -> f64 {
+    let start = Date::now();
+    for _ in 0..n {
+        f();
+    }
+    (Date::now() - start) * 1000.0 / f64::from(n)
+}
+
+/// The request's token, decoded (no check yet).
+fn decoded<'s>(
+    req: &Request,
+    scratch: &'s mut [u8; TOKEN_SCRATCH_LEN],
+) -> Result<Token<'s>, TokenError> {
+    let value = req
+        .headers()
+        .get("authorization")
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    Token::from_authorization(value.as_bytes(), scratch)
+}
+
+async fn token(req: &Request, url: &Url, policy: &TokenPolicy) -> Result<String, String> {
+    let n = iterations(url);
+    let mut workspace = scratch::take(edgewise::ScrubMode::Watermark);
+    let start = Date::now();
+    for _ in 0..n {
+        let mut scope = workspace.begin();
+        let mut arena = scope.arena();
+        policy
+            .check(req.headers(), &mut arena)
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let check = (Date::now() - start) * 1000.0 / f64::from(n);
+    let mut scratch = [0; TOKEN_SCRATCH_LEN];
+    let token = decoded(req, &mut scratch).map_err(|e| e.to_string())?;
+    let rust = per_op(n, &mut || {
+        black_box(policy.verify_in_rust(&token).is_ok());
+    });
+    let key = policy.key(&token).ok_or("unknown key")?;
+    let webcrypto = JsFuture::from(webcrypto_verify_us(
+        key.rsa_spki(),
+        token.authenticator(),
+        token.input(),
+        n,
+    ))
+    .await
+    .map_err(|e| format!("{e:?}"))?
+    .as_f64()
+    .ok_or("no timing")?;
+    Ok(format!(
+        r#"{{"n":{n},"checkUs":{check:.3},"rustVerifyUs":{rust:.3},"webcryptoVerifyUs":{webcrypto:.3}}}"#
+    ))
+}
+
+/// `{"rust": verdict, "webcrypto": verdict}`, each `"valid"` or why the token is refused.
+async fn verify(req: &Request, policy: &TokenPolicy) -> Result<String, String> {
+    let mut scratch = [0; TOKEN_SCRATCH_LEN];
+    let rust = decoded(req, &mut scratch)
+        .and_then(|token| policy.verify_in_rust(&token))
+        .map_or_else(|e| e.to_string(), |()| "valid".to_owned());
+    let mut workspace = scratch::take(edgewise::ScrubMode::Watermark);
+    let mut scope = workspace.begin();
+    let mut arena = scope.arena();
+    let webcrypto = match policy.check(req.headers(), &mut arena).await {
+        Ok(_) => "valid".to_owned(),
+        Err(Failure::TokenInvalid(e, _)) => e.to_string(),
+        Err(other) => other.to_string(),
+    };
+    serde_json::to_string(&serde_json::json!({ "rust": rust, "webcrypto": webcrypto }))
+        .map_err(|e| e.to_string())
+}
+
+fn strip(req: &Request, url: &Url, config: &Config) -> Result<String, String> {
+    let n = iterations(url);
     let headers = req.inner().headers();
     let set = &config.request_strip;
-    let per_op = |f: &mut dyn FnMut()| {
-        let start = Date::now();
-        for _ in 0..n {
-            f();
-        }
-        (Date::now() - start) * 1000.0 / f64::from(n)
-    };
+    let per_op = |f: &mut dyn FnMut()| per_op(n, f);
     // Each decision runs in a request workspace and includes its scrub, as requests do.
     let mut workspace = scratch::take(config.scrub);
     let mut decide_in_workspace = |headers: &web_sys::Headers| {
@@ -60,9 +171,8 @@ pub(crate) fn strip(req: &Request, config: &Config) -> Option<Response> {
     };
     let plain = per_op(&mut || outbound(&none));
     let stripped = per_op(&mut || outbound(set));
-    let body = format!(
+    Ok(format!(
         r#"{{"n":{n},"headers":{},"decideUs":{decide:.3},"namesCrossingUs":{names_only:.3},"headersCopyUs":{copy:.3},"outboundPlainUs":{plain:.3},"outboundStrippedUs":{stripped:.3}}}"#,
         crossing::header_names(&headers).lines().count()
-    );
-    Response::ok(body).ok()
+    ))
 }

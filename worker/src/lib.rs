@@ -42,8 +42,8 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
 async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failure> {
     let config = config::get(env).map_err(Failure::Config)?;
     #[cfg(feature = "bench")]
-    if let Some(timings) = bench::strip(&req, &config) {
-        return Ok(timings);
+    if let Some(answer) = bench::handle(&req, &config).await {
+        return Ok(answer);
     }
     let url = req
         .url()

@@ -98,6 +98,19 @@ impl TokenPolicy {
         headers: &Headers,
         arena: &mut Arena<'_>,
     ) -> Result<(), Failure> {
+        let token = self.check(headers, arena).await?;
+        match self.redeem(&token, arena).await? {
+            Redeemed::Fresh => Ok(()),
+            Redeemed::Spent => Err(Failure::TokenSpent(Rc::clone(&self.challenge))),
+        }
+    }
+
+    /// The request's token if it is valid (spent or not), decoded in the workspace.
+    pub(crate) async fn check<'w>(
+        &self,
+        headers: &Headers,
+        arena: &mut Arena<'w>,
+    ) -> Result<Token<'w>, Failure> {
         // Into the workspace, which is scrubbed after the request: a token the daemon could not
         // spend (it was down) is still good, and a freed heap copy of it is not wiped.
         let value = crossing::header_value_in(&headers.0, "authorization", arena)
@@ -112,14 +125,11 @@ impl TokenPolicy {
         let token = Token::from_authorization(value.as_bytes(), scratch)
             .map_err(|e| self.invalid(e))?;
         self.check_signature(&token).await?;
-        match self.redeem(&token, arena).await? {
-            Redeemed::Fresh => Ok(()),
-            Redeemed::Spent => Err(Failure::TokenSpent(Rc::clone(&self.challenge))),
-        }
+        Ok(token)
     }
 
     /// Every check of [`Verifier::verify`], the signature's by WebCrypto.
-    pub(crate) async fn check_signature(&self, token: &Token<'_>) -> Result<(), Failure> {
+    async fn check_signature(&self, token: &Token<'_>) -> Result<(), Failure> {
         let key = self
             .verifier
             .signer(token, &[self.digest], now())
@@ -167,6 +177,20 @@ impl TokenPolicy {
             .with_body(Some(JsValue::from_str(body)));
         Request::new_with_init(&self.redeem_url, &init)
             .map_err(|e| Failure::Internal(e.to_string()))
+    }
+}
+
+/// What the benchmarks and the verifiers' agreement test compare the worker's check with.
+#[cfg(feature = "bench")]
+impl TokenPolicy {
+    /// The shared Rust verifier's verdict.
+    pub(crate) fn verify_in_rust(&self, token: &Token<'_>) -> Result<(), TokenError> {
+        self.verifier.verify(token, &[self.digest], now())
+    }
+
+    /// The trusted key `token` names, if any.
+    pub(crate) fn key(&self, token: &Token<'_>) -> Option<&IssuerKey> {
+        self.verifier.key(token.token_key_id())
     }
 }
 
