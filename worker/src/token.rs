@@ -118,22 +118,27 @@ impl TokenPolicy {
         let Some(value) = value else {
             return Err(Failure::TokenMissing(Rc::clone(&self.challenge)));
         };
-        let scratch: &mut [u8; TOKEN_SCRATCH_LEN] = arena
-            .alloc(TOKEN_SCRATCH_LEN)
-            .and_then(|buf| buf.try_into().ok())
-            .ok_or_else(|| Failure::Internal("workspace full".to_owned()))?;
-        let token = Token::from_authorization(value.as_bytes(), scratch)
-            .map_err(|e| self.invalid(e))?;
+        let token = self.decode(value, arena)?;
         self.check_signature(&token).await?;
         Ok(token)
     }
 
+    /// `value`, an `Authorization` header, decoded into the workspace.
+    pub(crate) fn decode<'w>(
+        &self,
+        value: &str,
+        arena: &mut Arena<'w>,
+    ) -> Result<Token<'w>, Failure> {
+        let scratch: &mut [u8; TOKEN_SCRATCH_LEN] = arena
+            .alloc(TOKEN_SCRATCH_LEN)
+            .and_then(|buf| buf.try_into().ok())
+            .ok_or_else(|| Failure::Internal("workspace full".to_owned()))?;
+        Token::from_authorization(value.as_bytes(), scratch).map_err(|e| self.invalid(e))
+    }
+
     /// Every check of [`Verifier::verify`], the signature's by WebCrypto.
     async fn check_signature(&self, token: &Token<'_>) -> Result<(), Failure> {
-        let key = self
-            .verifier
-            .signer(token, &[self.digest], now())
-            .map_err(|e| self.invalid(e))?;
+        let key = self.signer(token)?;
         let valid = self
             .signatures
             .verify(key, token.input(), token.authenticator())
@@ -143,6 +148,13 @@ impl TokenPolicy {
             return Err(self.invalid(TokenError::BadSignature));
         }
         Ok(())
+    }
+
+    /// The key whose signature `token` must carry, after the checks made before the signature.
+    pub(crate) fn signer(&self, token: &Token<'_>) -> Result<&IssuerKey, Failure> {
+        self.verifier
+            .signer(token, &[self.digest], now())
+            .map_err(|e| self.invalid(e))
     }
 
     fn invalid(&self, error: TokenError) -> Failure {
@@ -188,9 +200,12 @@ impl TokenPolicy {
         self.verifier.verify(token, &[self.digest], now())
     }
 
-    /// The trusted key `token` names, if any.
-    pub(crate) fn key(&self, token: &Token<'_>) -> Option<&IssuerKey> {
-        self.verifier.key(token.token_key_id())
+    /// The WebCrypto signature check alone, through the same glue as [`check`](Self::check).
+    pub(crate) async fn webcrypto_verifies(&self, key: &IssuerKey, token: &Token<'_>) -> bool {
+        let verdict = self
+            .signatures
+            .verify(key, token.input(), token.authenticator());
+        verdict.await.unwrap_or(false)
     }
 }
 

@@ -16,19 +16,14 @@ const IMPORT = { name: "RSA-PSS", hash: "SHA-384" };
 export function pss_key(spki) {
   return { spki: spki.slice(), key: null, pending: null, salts: [48, 0] };
 }
-async function imported(k) {
-  if (k.key === null) {
-    // A failed import is tried again by the next token.
-    k.pending ??= crypto.subtle.importKey("spki", k.spki, IMPORT, false, ["verify"])
-      .finally(() => { k.pending = null; });
-    k.key = await k.pending;
-  }
-  return k.key;
+function imported(k) {
+  // A failed import is tried again by the next token.
+  k.pending ??= crypto.subtle.importKey("spki", k.spki, IMPORT, false, ["verify"])
+    .then((key) => (k.key = key))
+    .finally(() => { k.pending = null; });
+  return k.pending;
 }
-export async function pss_verify(k, signature, message) {
-  // Copies: the views point into Wasm memory, which may grow (detaching them) during an await.
-  const sig = signature.slice(), msg = message.slice();
-  const key = await imported(k);
+async function verify(k, key, sig, msg) {
   for (const [i, saltLength] of k.salts.entries()) {
     if (await crypto.subtle.verify({ name: "RSA-PSS", saltLength }, key, sig, msg)) {
       if (i !== 0) k.salts.reverse();
@@ -36,6 +31,13 @@ export async function pss_verify(k, signature, message) {
     }
   }
   return false;
+}
+export function pss_verify(k, signature, message) {
+  // Copies: the views point into Wasm memory, which may grow (detaching them) during an await.
+  const sig = signature.slice(), msg = message.slice();
+  return k.key !== null
+    ? verify(k, k.key, sig, msg)
+    : imported(k).then((key) => verify(k, key, sig, msg));
 }
 "#)]
 extern "C" {

@@ -498,7 +498,9 @@ fn verification_reasons() {
         );
     }
     assert_eq!(
-        expiring.signer(&token, &[digest], NOW + 1).map(IssuerKey::id),
+        expiring
+            .signer(&token, &[digest], NOW + 1)
+            .map(IssuerKey::id),
         Err(TokenError::KeyExpired)
     );
     // An authenticator at or above the modulus is no signature at all.
