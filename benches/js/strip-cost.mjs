@@ -9,72 +9,15 @@
 //
 //   node benches/js/strip-cost.mjs [ROUNDS] [REQUESTS_PER_ROUND]
 
-import { readFileSync, readdirSync } from "node:fs";
 import path from "node:path";
 import { startOrigin } from "../../tests/js/support/origin.mjs";
 import { ROOT, startWorker } from "../../tests/js/support/worker.mjs";
+import { TICKS_PER_SECOND, cpuSeconds, withPid } from "./support/workerd.mjs";
 
 const rounds = Number(process.argv[2] ?? 20);
 const perRound = Number(process.argv[3] ?? 200);
-const TICKS_PER_SECOND = 100; // USER_HZ on Linux
-
-// A browser-like request: 20 header names, Title-Case, two of them internal.
-const HEADERS = [
-  ["Accept", "text/html,application/xhtml+xml"],
-  ["Accept-Encoding", "gzip, deflate, br"],
-  ["Accept-Language", "en-US,en;q=0.9"],
-  ["Cache-Control", "no-cache"],
-  ["Connection", "keep-alive"],
-  ["Cookie", "session=abc; theme=dark"],
-  ["Pragma", "no-cache"],
-  ["Referer", "https://example.com/"],
-  ["Sec-Ch-Ua", '"Chromium";v="130"'],
-  ["Sec-Ch-Ua-Mobile", "?0"],
-  ["Sec-Ch-Ua-Platform", '"Linux"'],
-  ["Sec-Fetch-Dest", "document"],
-  ["Sec-Fetch-Mode", "navigate"],
-  ["Sec-Fetch-Site", "same-origin"],
-  ["Upgrade-Insecure-Requests", "1"],
-  ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64)"],
-  ["X-Forwarded-For", "203.0.113.7"],
-  ["X-Requested-With", "XMLHttpRequest"],
-  ["X-Edgewise-Route", "zone=a"],
-  ["X-Forwarded-User", "admin"],
-];
-const RESPOND = ["X-Powered-By:Express", "Cache-Control:max-age=60", "Vary:Accept-Encoding"]
-  .map((r) => `respond=${encodeURIComponent(r)}`)
-  .join("&");
-
-// /proc/PID/stat: the command name in parentheses, then the fields after it (state, ppid, ...).
-function procStat(pid) {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  const close = stat.lastIndexOf(")");
-  return { comm: stat.slice(stat.indexOf("(") + 1, close), fields: stat.slice(close + 2).split(" ") };
-}
-
-function childWorkerds() {
-  const pids = [];
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const { comm, fields } = procStat(entry);
-      if (comm === "workerd" && Number(fields[1]) === process.pid) pids.push(Number(entry));
-    } catch {
-      // the process ended while we looked
-    }
-  }
-  return pids;
-}
-
-function cpuSeconds(pid) {
-  const { fields } = procStat(pid);
-  return (Number(fields[11]) + Number(fields[12])) / TICKS_PER_SECOND;
-}
-
 async function instance(name, bindings) {
-  const before = new Set(childWorkerds());
-  const mf = await startWorker(bindings);
-  const pid = childWorkerds().find((p) => !before.has(p));
+  const { mf, pid } = await withPid(() => startWorker(bindings));
   return { name, mf, pid, samples: [], cpu: 0 };
 }
 

@@ -16,8 +16,9 @@ use std::hint::black_box;
 
 use edgewise::{HeaderSet, TOKEN_SCRATCH_LEN, Token, TokenError};
 use wasm_bindgen::{JsValue, prelude::wasm_bindgen};
+use web_sys::Request;
 use worker::{
-    Headers, Request, Response, Url,
+    Response, Url,
     js_sys::{Date, Promise},
     wasm_bindgen_futures::JsFuture,
 };
@@ -48,7 +49,7 @@ const TARGET: &str = "http://upstream.invalid/";
 
 /// The answer for a bench path, `None` for any other request.
 pub(crate) async fn handle(req: &Request, config: &Config) -> Option<Response> {
-    let url = req.url().ok()?;
+    let url = Url::parse(&req.url()).ok()?;
     let body = match url.path() {
         "/__edgewise/bench/strip" => strip(req, &url, config),
         "/__edgewise/bench/token" => token(req, &url, config.tokens.as_ref()?).await,
@@ -108,7 +109,7 @@ async fn token(req: &Request, url: &Url, policy: &TokenPolicy) -> Result<String,
         let mut scope = workspace.begin();
         let mut arena = scope.arena();
         policy
-            .check(req.headers(), &mut arena)
+            .check(&req.headers(), &mut arena)
             .await
             .map_err(|e| e.to_string())?;
     }
@@ -117,7 +118,7 @@ async fn token(req: &Request, url: &Url, policy: &TokenPolicy) -> Result<String,
     let before_signature = per_op(n, &mut || {
         let mut scope = workspace.begin();
         let mut arena = scope.arena();
-        let value = crossing::header_value_in(&req.inner().headers(), "authorization", &mut arena);
+        let value = crossing::header_value_in(&req.headers(), "authorization", &mut arena);
         let token = value.ok().flatten().map(|v| policy.decode(v, &mut arena));
         black_box(token.is_some_and(|t| t.is_ok_and(|t| policy.signer(&t).is_ok())));
     });
@@ -156,7 +157,7 @@ async fn verify(req: &Request, policy: &TokenPolicy) -> Result<String, String> {
     let mut workspace = scratch::take(edgewise::ScrubMode::Watermark);
     let mut scope = workspace.begin();
     let mut arena = scope.arena();
-    let webcrypto = match policy.check(req.headers(), &mut arena).await {
+    let webcrypto = match policy.check(&req.headers(), &mut arena).await {
         Ok(_) => "valid".to_owned(),
         Err(Failure::TokenInvalid(e, _)) => e.to_string(),
         Err(other) => other.to_string(),
@@ -167,7 +168,7 @@ async fn verify(req: &Request, policy: &TokenPolicy) -> Result<String, String> {
 
 fn strip(req: &Request, url: &Url, config: &Config) -> Result<String, String> {
     let n = iterations(url);
-    let headers = req.inner().headers();
+    let headers = req.headers();
     let set = &config.request_strip;
     let per_op = |f: &mut dyn FnMut()| per_op(n, f);
     // Each decision runs in a request workspace and includes its scrub, as requests do.
@@ -179,7 +180,7 @@ fn strip(req: &Request, url: &Url, config: &Config) -> Result<String, String> {
     };
     let decide = per_op(&mut || decide_in_workspace(&headers));
     let names_only = per_op(&mut || drop(black_box(crossing::header_names(&headers))));
-    let copy = per_op(&mut || drop(black_box(Headers(headers.clone()).clone())));
+    let copy = per_op(&mut || drop(black_box(web_sys::Headers::new_with_headers(&headers))));
     // The worker's own outbound request (method, headers, redirect mode, body), built with the
     // configured set and with an empty one, each in a workspace of its own as a request's is:
     // the difference is the whole strip step, decision and deletion.
@@ -188,7 +189,7 @@ fn strip(req: &Request, url: &Url, config: &Config) -> Result<String, String> {
         let mut workspace = scratch::take(config.scrub);
         let mut scope = workspace.begin();
         let mut arena = scope.arena();
-        let upstream = crate::upstream_request(req, TARGET, strip, false, &mut arena);
+        let upstream = crate::upstream::request(req, TARGET, strip, false, &mut arena);
         black_box(upstream.is_ok());
     };
     let plain = per_op(&mut || outbound(&none));

@@ -3,7 +3,8 @@
 use std::{fmt, rc::Rc};
 
 use edgewise::TokenError;
-use worker::{Response, Result};
+use wasm_bindgen::{JsCast, JsValue};
+use worker::{Response, Result, js_sys};
 
 /// A request that could not be served. The client sees only a short fixed reason; the detail
 /// (which may quote configuration or upstream errors) goes to the worker log.
@@ -100,5 +101,13 @@ impl fmt::Display for Failure {
             Failure::NoHost => ("routing", &"no host matches and no fallback applies"),
         };
         write!(f, "{} ({what}): {detail}", self.status())
+    }
+}
+
+/// What a JS exception says: an `Error`'s message, or the value itself.
+pub(crate) fn js_error(error: &JsValue) -> String {
+    match error.dyn_ref::<js_sys::Error>() {
+        Some(error) => String::from(error.message()),
+        None => format!("{error:?}"),
     }
 }

@@ -10,7 +10,8 @@
 // Input from outside must be handled, not unwrapped.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
-use worker::{Context, Env, Fetch, Request, Response, Result, Url, console_error, event};
+use web_sys::{Request, Response};
+use worker::{Context, Env, Result, Url, console_error, event};
 
 #[cfg(feature = "bench")]
 mod bench;
@@ -22,19 +23,23 @@ mod route;
 mod scratch;
 mod strip;
 mod token;
+mod upstream;
 mod webcrypto;
 
 use config::Config;
-use edgewise::{Arena, HeaderSet, Origin};
+use edgewise::{Arena, Origin};
 use failure::Failure;
 
+/// The request and response stay the runtime's own objects: `worker::Request` and
+/// `worker::Response` read each one's `cf` properties on conversion, which the runtime builds
+/// from a serialized blob on every read.
 #[event(fetch)]
 async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     match forward(req, &env).await {
         Ok(response) => Ok(response),
         Err(failure) => {
             console_error!("edgewise: {failure}");
-            failure.response()
+            failure.response().map(Response::from)
         }
     }
 }
@@ -43,11 +48,9 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
     let config = config::get(env).map_err(Failure::Config)?;
     #[cfg(feature = "bench")]
     if let Some(answer) = bench::handle(&req, &config).await {
-        return Ok(answer);
+        return Ok(answer.into());
     }
-    let url = req
-        .url()
-        .map_err(|_| Failure::BadRequest("unparseable URL"))?;
+    let url = Url::parse(&req.url()).map_err(|_| Failure::BadRequest("unparseable URL"))?;
     // Dropped last, on every path out of this function: the scope scrubs the workspace, then
     // the workspace goes back to the isolate's free list.
     let mut workspace = scratch::take(config.scrub);
@@ -55,7 +58,7 @@ async fn forward(req: Request, env: &Env) -> std::result::Result<Response, Failu
     let mut arena = scope.arena();
     let token_checked = match &config.tokens {
         Some(policy) if policy.applies(url.path()) => {
-            policy.admit(req.headers(), &mut arena).await?;
+            policy.admit(&req.headers(), &mut arena).await?;
             true
         }
         _ => false,
@@ -95,9 +98,9 @@ async fn routed(
     let sent = hop.send(hop.req, &first.origin, arena).await;
     routing.report(&first, answered(&sent, hop.req, routing.gateway_errors()));
     let (failure, answer) = match sent {
-        Ok(response) if !unreached(response.status_code()) => return Ok(response),
+        Ok(response) if !unreached(response.status()) => return Ok(response),
         Ok(response) => {
-            let status = response.status_code();
+            let status = response.status();
             (
                 Failure::Origin(format!("not reached: {status}")),
                 Some(response),
@@ -136,11 +139,11 @@ fn answered(
 ) -> Option<bool> {
     match sent {
         Ok(response) => {
-            let status = response.status_code();
+            let status = response.status();
             let gateway = gateway_errors && matches!(status, 502..=504);
             Some(!unreached(status) && !gateway)
         }
-        Err(Failure::Origin(_)) if req.inner().body().is_none() => Some(false),
+        Err(Failure::Origin(_)) if req.body().is_none() => Some(false),
         Err(_) => None,
     }
 }
@@ -165,13 +168,15 @@ impl Resend {
         if !idempotent(req) {
             return Ok(Resend::Never);
         }
-        if req.inner().body().is_none() {
+        if req.body().is_none() {
             return Ok(Resend::Same);
         }
         if !declared_within_limit(req) {
             return Ok(Resend::Never);
         }
-        let copy = req.clone().map_err(|e| Failure::Internal(e.to_string()))?;
+        let copy = req
+            .clone()
+            .map_err(|e| Failure::Internal(failure::js_error(&e)))?;
         Ok(Resend::Teed(copy))
     }
 
@@ -200,9 +205,9 @@ fn declared_within_limit(req: &Request) -> bool {
 }
 
 /// Whether `req`'s method is idempotent (RFC 9110 section 9.2.2): sent twice, it does what it
-/// does once. By the method's text: `worker::Method` reads methods it does not know as GET.
+/// does once.
 fn idempotent(req: &Request) -> bool {
-    let method = req.inner().method();
+    let method = req.method();
     matches!(
         method.as_str(),
         "GET" | "HEAD" | "OPTIONS" | "TRACE" | "PUT" | "DELETE"
@@ -239,47 +244,7 @@ impl Hop<'_> {
             .upstream_url(self.url.path(), self.url.query())
             .map_err(Failure::Target)?;
         let strip = &self.config.request_strip;
-        let upstream = upstream_request(source, &target, strip, self.token_checked, arena)?;
-        Fetch::Request(upstream)
-            .send()
-            .await
-            .map_err(|e| Failure::Origin(e.to_string()))
+        let upstream = upstream::request(source, &target, strip, self.token_checked, arena)?;
+        upstream::send(&upstream).await.map_err(Failure::Origin)
     }
-}
-
-/// Builds the outbound request. The runtime copies the incoming headers into it, and internal
-/// ones are deleted from that copy; the body is handed over as the incoming JS stream, so it is
-/// never copied into Wasm memory; redirects go back to the client as they came. The token of a
-/// token-checked request is the client's credential for edgewise, not for the origin: dropped.
-/// Built with `web_sys` by the method's text: `worker::Method` reads a method it does not know
-/// (PURGE, MKCOL, PROPFIND, QUERY) as GET, which forwarded them as GETs, or failed with a body.
-fn upstream_request(
-    req: &Request,
-    target: &str,
-    strip: &HeaderSet,
-    token_checked: bool,
-    arena: &mut Arena<'_>,
-) -> std::result::Result<Request, Failure> {
-    // A handle to the incoming headers, not a copy of them.
-    let incoming = req.inner().headers();
-    let internal = strip::matches(strip, &incoming, arena).map_err(Failure::HeadersTooLarge)?;
-    let init = web_sys::RequestInit::new();
-    init.set_method(&req.inner().method());
-    init.set_headers(&incoming);
-    init.set_redirect(web_sys::RequestRedirect::Manual);
-    if let Some(body) = req.inner().body() {
-        init.set_body(&body);
-    }
-    let upstream = web_sys::Request::new_with_str_and_init(target, &init)
-        .map_err(|e| Failure::Internal(format!("{e:?}")))?;
-    let outbound = upstream.headers();
-    if let Some(internal) = internal {
-        internal.delete_from(&outbound);
-    }
-    if token_checked {
-        outbound
-            .delete("authorization")
-            .map_err(|e| Failure::Internal(format!("{e:?}")))?;
-    }
-    Ok(Request::from(upstream))
 }

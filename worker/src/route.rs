@@ -19,7 +19,7 @@ use edgewise::{
     AttributeSource, HostTable, OutlierPolicy, RouteAttribute, path_segment, prefix_value,
     query_value, routing_path,
 };
-use worker::{Env, Request, Url};
+use worker::{Env, Url};
 
 use crate::{
     config::{number, switch, var},
@@ -89,7 +89,7 @@ impl Routing {
     }
 
     /// Picks the host for `req`.
-    pub(crate) async fn pick(&self, req: &Request, url: &Url) -> Result<Pick, Failure> {
+    pub(crate) async fn pick(&self, req: &web_sys::Request, url: &Url) -> Result<Pick, Failure> {
         live::ensure(&self.source, self.outliers).await?;
         let values = self.values(req, url);
         live::pick(&self.attributes, &values)
@@ -115,7 +115,7 @@ impl Routing {
 
     /// The metadata of `req`: (attribute's position, value) for every attribute present; the
     /// path and query read as origins read them.
-    fn values(&self, req: &Request, url: &Url) -> Vec<(usize, String)> {
+    fn values(&self, req: &web_sys::Request, url: &Url) -> Vec<(usize, String)> {
         let headers = req.headers();
         let path = std::cell::OnceCell::new();
         let path = || path.get_or_init(|| routing_path(url.path()));

@@ -91,12 +91,11 @@ impl Matches<'_> {
 /// The origin's response without internal headers; the same response if it has none.
 pub(crate) fn response(
     set: &HeaderSet,
-    response: worker::Response,
+    response: web_sys::Response,
     arena: &mut Arena<'_>,
-) -> Result<worker::Response, &'static str> {
-    let inner = web_sys::Response::from(response);
-    Ok(match matches(set, &inner.headers(), arena)? {
-        Some(Matches(names)) => strip_response(&inner, names).into(),
-        None => inner.into(),
+) -> Result<web_sys::Response, &'static str> {
+    Ok(match matches(set, &response.headers(), arena)? {
+        Some(Matches(names)) => strip_response(&response, names),
+        None => response,
     })
 }

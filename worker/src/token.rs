@@ -15,7 +15,7 @@ use edgewise::{
     Arena, ArenaWriter, IssuerKey, ProtectedPaths, TOKEN_SCRATCH_LEN, TOKEN_TYPE_BLIND_RSA, Token,
     TokenChallenge, TokenError, Verifier, www_authenticate,
 };
-use worker::{Env, Headers, Method, Request, RequestInit, Response, wasm_bindgen::JsValue};
+use worker::{Env, Method, Request, RequestInit, Response, wasm_bindgen::JsValue};
 
 use crate::{
     config::{number, var},
@@ -95,7 +95,7 @@ impl TokenPolicy {
     /// redemption request are built in the request's workspace.
     pub(crate) async fn admit(
         &self,
-        headers: &Headers,
+        headers: &web_sys::Headers,
         arena: &mut Arena<'_>,
     ) -> Result<(), Failure> {
         let token = self.check(headers, arena).await?;
@@ -108,12 +108,12 @@ impl TokenPolicy {
     /// The request's token if it is valid (spent or not), decoded in the workspace.
     pub(crate) async fn check<'w>(
         &self,
-        headers: &Headers,
+        headers: &web_sys::Headers,
         arena: &mut Arena<'w>,
     ) -> Result<Token<'w>, Failure> {
         // Into the workspace, which is scrubbed after the request: a token the daemon could not
         // spend (it was down) is still good, and a freed heap copy of it is not wiped.
-        let value = crossing::header_value_in(&headers.0, "authorization", arena)
+        let value = crossing::header_value_in(headers, "authorization", arena)
             .map_err(|e| self.invalid(TokenError::MalformedHeader(e)))?;
         let Some(value) = value else {
             return Err(Failure::TokenMissing(Rc::clone(&self.challenge)));

@@ -8,8 +8,10 @@
 //! forged token two.
 
 use edgewise::IssuerKey;
-use wasm_bindgen::{JsCast, JsValue, prelude::wasm_bindgen};
+use wasm_bindgen::{JsValue, prelude::wasm_bindgen};
 use worker::{js_sys::Promise, wasm_bindgen_futures::JsFuture};
+
+use crate::failure::js_error;
 
 #[wasm_bindgen(inline_js = r#"
 const IMPORT = { name: "RSA-PSS", hash: "SHA-384" };
@@ -80,14 +82,7 @@ impl Keys {
             .ok_or("issuer key not imported")?;
         let verdict = JsFuture::from(pss_verify(handle, signature, message))
             .await
-            .map_err(|e| format!("WebCrypto: {}", describe(&e)))?;
+            .map_err(|e| format!("WebCrypto: {}", js_error(&e)))?;
         Ok(verdict.as_bool() == Some(true))
     }
-}
-
-fn describe(error: &JsValue) -> String {
-    error
-        .dyn_ref::<worker::js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .unwrap_or_else(|| format!("{error:?}"))
 }
