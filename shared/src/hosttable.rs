@@ -49,7 +49,7 @@ pub use validate::{
 };
 pub(crate) use validate::{
     address_fits, before, check_list_subsets, config as validate_config, distinct_items,
-    host as validate_host, host_fits_but_labels, label_count_fits, label_fits,
+    host as validate_host, host_fits_but_labels, label_count_fits, label_fits, list_items,
     parts as validate_parts, scan_addresses, weight_fits,
 };
 pub(crate) use view::HostView;

@@ -508,15 +508,6 @@ fn refusal<H: HostView>(hosts: &[H], config: &SubsetConfig) -> SubsetError {
     }
 }
 
-/// The items of a label value that `list_as_any` reads as a list: split at commas, spaces
-/// around each item trimmed, empty items dropped (`"a, b,"` is `a` and `b`).
-pub(crate) fn list_items(value: &str) -> impl Iterator<Item = &str> {
-    value
-        .split(',')
-        .map(str::trim)
-        .filter(|item| !item.is_empty())
-}
-
 /// Hash of a selector's key ids, or of a request's keys.
 fn keys_hash(keys: impl Iterator<Item = u32>) -> u64 {
     ids_hash(keys)

@@ -27,8 +27,8 @@ pub const MAX_KEY_LEN: usize = 128;
 pub const MAX_VALUE_LEN: usize = 256;
 /// Most subset selectors.
 pub const MAX_SELECTORS: usize = 64;
-/// Most keys per selector: no more than a request's [`Metadata`](crate::Metadata) holds.
-pub const MAX_SELECTOR_KEYS: usize = crate::subset::METADATA_CAPACITY;
+/// Most keys per selector: a request's [`Metadata`](crate::Metadata) holds as many pairs.
+pub const MAX_SELECTOR_KEYS: usize = 8;
 /// Most metadata fallbacks.
 pub const MAX_METADATA_FALLBACKS: usize = 8;
 /// Most subsets a host may join with `list_as_any`, over all selectors: for each selector, the
@@ -109,12 +109,21 @@ pub(crate) fn check_list_subsets<K, S: Iterator<Item = K>>(
     }
 }
 
+/// The items of a label value that `list_as_any` reads as a list: split at commas, spaces
+/// around each item trimmed, empty items dropped (`"a, b,"` is `a` and `b`).
+pub(crate) fn list_items(value: &str) -> impl Iterator<Item = &str> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|item| !item.is_empty())
+}
+
 /// The distinct items `value` lists, as `list_as_any` reads it.
 pub(crate) fn distinct_items(value: &str) -> u64 {
     if !value.contains(',') {
-        return u64::from(crate::subset::list_items(value).next().is_some());
+        return u64::from(list_items(value).next().is_some());
     }
-    let mut items: Vec<&str> = crate::subset::list_items(value).collect();
+    let mut items: Vec<&str> = list_items(value).collect();
     items.sort_unstable();
     items.dedup();
     items.len() as u64

@@ -151,7 +151,7 @@ impl SubsetLb {
                 None => ids.push(u32::MAX),
             };
             match self.options.list_as_any {
-                true => super::list_items(v).for_each(&mut push),
+                true => crate::hosttable::list_items(v).for_each(&mut push),
                 false => push(v),
             }
         }

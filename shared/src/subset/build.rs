@@ -15,7 +15,8 @@ use super::records::Records;
 use super::slot::Slot;
 use super::subsets::Subsets;
 use super::table::Table;
-use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash, list_items};
+use super::{Metadata, Options, Selector, SubsetLb, SubsetStats, keys_hash};
+use crate::hosttable::list_items;
 use crate::hosttable::{
     Dictionary, HostView, MAX_HOSTS, check_list_subsets, host_fits_but_labels, label_fits,
     scan_addresses, validate_config, weight_fits,

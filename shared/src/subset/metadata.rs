@@ -8,7 +8,7 @@ use super::key;
 mod tests;
 
 /// Most key=value pairs one [`Metadata`] holds.
-pub const METADATA_CAPACITY: usize = 8;
+pub const METADATA_CAPACITY: usize = crate::hosttable::MAX_SELECTOR_KEYS;
 
 /// Value id of a known key whose value no host has: it matches no subset.
 pub(super) const UNKNOWN_VALUE: u32 = u32::MAX;

@@ -4,7 +4,8 @@ use alloc::{vec, vec::Vec};
 
 use super::pickset::{Members, PickSet, Pool, SetRef};
 use super::table::{Hit, array_kv};
-use super::{HostId, SubsetError, SubsetLb, list_items};
+use super::{HostId, SubsetError, SubsetLb};
+use crate::hosttable::list_items;
 use crate::hosttable::{MAX_HOSTS, check_list_subsets, distinct_items, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
 
