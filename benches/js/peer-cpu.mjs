@@ -20,6 +20,7 @@ import { Miniflare } from "miniflare";
 import { startOrigin } from "../../tests/js/support/origin.mjs";
 import { startDaemon, startMemcached } from "../../tests/js/support/services.mjs";
 import { ROOT, compatibilityDate, startWorker } from "../../tests/js/support/worker.mjs";
+import { HEADERS, RESPOND } from "./support/request.mjs";
 import { TICKS_PER_SECOND, cpuSeconds, withPid } from "./support/workerd.mjs";
 
 const rounds = Number(process.argv[2] ?? 10);
@@ -28,32 +29,6 @@ const BUILD = path.join(ROOT, "build");
 const BENCH_BUILD = path.join(ROOT, ".edgewise/build-bench");
 const PEER = path.join(ROOT, "benches/js/peer/worker.mjs");
 const SECRET = "bench-secret-0123456789abcdef";
-
-const HEADERS = [
-  ["Accept", "text/html,application/xhtml+xml"],
-  ["Accept-Encoding", "gzip, deflate, br"],
-  ["Accept-Language", "en-US,en;q=0.9"],
-  ["Cache-Control", "no-cache"],
-  ["Connection", "keep-alive"],
-  ["Cookie", "session=abc; theme=dark"],
-  ["Pragma", "no-cache"],
-  ["Referer", "https://example.com/"],
-  ["Sec-Ch-Ua", '"Chromium";v="130"'],
-  ["Sec-Ch-Ua-Mobile", "?0"],
-  ["Sec-Ch-Ua-Platform", '"Linux"'],
-  ["Sec-Fetch-Dest", "document"],
-  ["Sec-Fetch-Mode", "navigate"],
-  ["Sec-Fetch-Site", "same-origin"],
-  ["Upgrade-Insecure-Requests", "1"],
-  ["User-Agent", "Mozilla/5.0 (X11; Linux x86_64)"],
-  ["X-Forwarded-For", "203.0.113.7"],
-  ["X-Requested-With", "XMLHttpRequest"],
-  ["X-Edgewise-Route", "zone=a"],
-  ["X-Forwarded-User", "admin"],
-];
-const RESPOND = ["X-Powered-By:Express", "Cache-Control:max-age=60", "Vary:Accept-Encoding"]
-  .map((r) => `respond=${encodeURIComponent(r)}`)
-  .join("&");
 
 // edgewise's built-in lists, given to both workers explicitly so that both strip the same.
 function defaultList(name) {

@@ -12,10 +12,12 @@
 import path from "node:path";
 import { startOrigin } from "../../tests/js/support/origin.mjs";
 import { ROOT, startWorker } from "../../tests/js/support/worker.mjs";
+import { HEADERS, RESPOND } from "./support/request.mjs";
 import { TICKS_PER_SECOND, cpuSeconds, withPid } from "./support/workerd.mjs";
 
 const rounds = Number(process.argv[2] ?? 20);
 const perRound = Number(process.argv[3] ?? 200);
+
 async function instance(name, bindings) {
   const { mf, pid } = await withPid(() => startWorker(bindings));
   return { name, mf, pid, samples: [], cpu: 0 };
