@@ -8,9 +8,6 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-bash scripts/setup.sh >/dev/null
-log "building the worker (normal and bench builds) and edgewised"
-bash scripts/build-worker.sh >/dev/null 2>&1
-bash scripts/build-worker.sh --bench >/dev/null 2>&1
+build_worker_and_bench
 cargo build --quiet -p edgewise-daemon
 node benches/js/peer-cpu.mjs "$@"

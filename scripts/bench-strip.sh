@@ -6,8 +6,5 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
-bash scripts/setup.sh >/dev/null
-log "building the worker (normal and with the bench feature)"
-bash scripts/build-worker.sh >/dev/null 2>&1
-bash scripts/build-worker.sh --bench >/dev/null 2>&1
+build_worker_and_bench
 node benches/js/strip-cost.mjs "$@"

@@ -18,6 +18,19 @@ STATE_DIR="$ROOT/.edgewise"
 log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# The tools, then the worker built twice (scripts/build-worker.sh): build/, and the `bench`
+# feature's build in .edgewise/build-bench that the in-runtime benchmarks load. Quiet unless a
+# build fails; then its output is shown.
+build_worker_and_bench() {
+  bash "$ROOT/scripts/setup.sh" >/dev/null
+  log "building the worker (normal and bench builds)"
+  local out="$STATE_DIR/build-worker.log"
+  mkdir -p "$STATE_DIR"
+  build_worker_quietly() { bash "$ROOT/scripts/build-worker.sh" "$@" >"$out" 2>&1 || { cat "$out" >&2; die "worker build failed"; }; }
+  build_worker_quietly
+  build_worker_quietly --bench
+}
+
 # Version of a package as pinned in Cargo.lock.
 locked_version() {
   awk -v name="$1" '
