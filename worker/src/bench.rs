@@ -74,6 +74,11 @@ fn per_op(n: u32, f: &mut dyn FnMut()) -> f64 {
     for _ in 0..n {
         f();
     }
+    us_since(start, n)
+}
+
+/// Microseconds per operation of `n` since `start` (`Date::now()` milliseconds).
+fn us_since(start: f64, n: u32) -> f64 {
     (Date::now() - start) * 1000.0 / f64::from(n)
 }
 
@@ -103,7 +108,7 @@ async fn token(req: &Request, url: &Url, policy: &TokenPolicy) -> Result<String,
                 .is_ok(),
         );
     }
-    let settled = (Date::now() - start) * 1000.0 / f64::from(n);
+    let settled = us_since(start, n);
     let start = Date::now();
     for _ in 0..n {
         let mut scope = workspace.begin();
@@ -113,7 +118,7 @@ async fn token(req: &Request, url: &Url, policy: &TokenPolicy) -> Result<String,
             .await
             .map_err(|e| e.to_string())?;
     }
-    let check = (Date::now() - start) * 1000.0 / f64::from(n);
+    let check = us_since(start, n);
     // The steps before the signature: the header into the workspace, decoding, challenge and key.
     let before_signature = per_op(n, &mut || {
         let mut scope = workspace.begin();
@@ -129,7 +134,7 @@ async fn token(req: &Request, url: &Url, policy: &TokenPolicy) -> Result<String,
     for _ in 0..n {
         black_box(policy.webcrypto_verifies(key, &token).await);
     }
-    let signature = (Date::now() - start) * 1000.0 / f64::from(n);
+    let signature = us_since(start, n);
     let webcrypto = JsFuture::from(webcrypto_verify_us(
         key.rsa_spki(),
         token.authenticator(),

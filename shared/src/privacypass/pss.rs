@@ -5,8 +5,8 @@
 //! message, so the salt length is the client's choice either way; the unmasked DB tells which
 //! one a signature used, so a signature verifies under one of them at most.
 //!
-//! The worker verifies on the request path, and the `rsa` crate's general big-number code is
-//! slow at it: side by side on the 2-core dev machine (benches/benches/privacypass.rs, and a
+//! Native users verify on the request path (the worker hands the RSA operation to the
+//! runtime's WebCrypto), and the `rsa` crate's general big-number code is slow at it: side by side on the 2-core dev machine (benches/benches/privacypass.rs, and a
 //! wasm32-wasip1 build under Node), it took 230-380 us natively and ~1.5 ms as Wasm. This module
 //! does the one operation verification needs, s^e mod n, with fixed-size Montgomery arithmetic
 //! ([`mont`]) and constants computed once per key: 55-80 us natively (openssl: 12-34 us). As Wasm
