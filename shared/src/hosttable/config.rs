@@ -118,6 +118,11 @@ pub struct SubsetSelector {
     /// lowest address, the same in every isolate), for keys whose value is unique per host.
     #[serde(default)]
     pub single_host_per_subset: bool,
+    /// A subset of this selector whose hosts are all unhealthy counts as no match: the
+    /// selector's fallback, then the top-level one, apply (Envoy picks in it regardless,
+    /// envoy#25654). Off by default, as in Envoy.
+    #[serde(default)]
+    pub fallback_on_unhealthy: bool,
 }
 
 impl SubsetSelector {

@@ -67,19 +67,16 @@ impl SubsetLb {
 
     /// What each upsert will do, once every removed address is known and the hosts fit.
     fn plan(&self, delta: &HostDelta) -> Result<Vec<Step>, SubsetError> {
-        // What the removals free of the records: the upserts are recorded after them.
-        let mut freed = (0, 0);
         for address in &delta.removed {
-            let s = self.known(address)?;
-            freed = (freed.0 + address.len(), freed.1 + self.records.kvs(s).len());
+            self.known(address)?;
         }
         let routing = self.routing_keys();
         let steps: Vec<Step> = delta
             .upserts
             .iter()
-            .map(|host| match self.find_address(&host.address) {
+            .map(|host| match self.by_address.get(host.address.as_str()) {
                 None => Step::Add,
-                Some(s) if self.same_labels(s, host, &routing) => Step::Update,
+                Some(&s) if self.same_labels(s, host, &routing) => Step::Update,
                 Some(_) => Step::Relabel,
             })
             .collect();
@@ -87,19 +84,10 @@ impl SubsetLb {
         if self.len() - delta.removed.len() + added > MAX_HOSTS {
             return Err(SubsetError::Full);
         }
-        // What `add` checks of a host against the index, for each host it will record (a
-        // relabelled host's old record not counted as freed: it goes only as the host is
-        // recorded again, so the records may peak before it).
-        let (mut text, mut ids) = (0, 0);
         for (index, (host, step)) in delta.upserts.iter().zip(&steps).enumerate() {
             if matches!(step, Step::Add | Step::Relabel) {
                 self.lists_allow(index, host)?;
-                text += host.address.len();
-                ids = usize::saturating_add(ids, self.id_count(host));
             }
-        }
-        if !self.records.room_for((text, ids), freed) {
-            return Err(SubsetError::TooLarge);
         }
         Ok(steps)
     }
@@ -124,7 +112,7 @@ impl SubsetLb {
     fn routing_keys(&self) -> Vec<u32> {
         let selectors = self.selectors.iter().flat_map(|s| s.keys.iter().copied());
         let default = self.default.iter().flat_map(|(kvs, _)| kvs.iter());
-        let default = default.map(|&kv| self.interner.kv_key(kv));
+        let default = default.map(|&kv| self.names.kv_key(kv));
         let mut keys: Vec<u32> = selectors.chain(default).collect();
         keys.sort_unstable();
         keys.dedup();
@@ -140,13 +128,13 @@ impl SubsetLb {
         let mut ids = Vec::with_capacity(host.labels.len());
         for (k, v) in &host.labels {
             // A key never interned is no selector's.
-            let Some(key) = self.interner.key(k) else {
+            let Some(key) = self.names.key(k) else {
                 continue;
             };
             if routing.binary_search(&key).is_err() {
                 continue;
             }
-            let mut push = |value: &str| match self.interner.kv(key, value) {
+            let mut push = |value: &str| match self.names.kv(key, value) {
                 Some(id) => ids.push(id),
                 None => ids.push(u32::MAX),
             };
@@ -158,8 +146,9 @@ impl SubsetLb {
         if ids.contains(&u32::MAX) {
             return false;
         }
-        let routes = |kv: &u32| routing.binary_search(&self.interner.kv_key(*kv)).is_ok();
-        let mut had: Vec<u32> = self.records.kvs(s).iter().copied().filter(routes).collect();
+        let routes = |kv: &u32| routing.binary_search(&self.names.kv_key(*kv)).is_ok();
+        let had = self.slots[s as usize].kvs.iter().copied();
+        let mut had: Vec<u32> = had.filter(routes).collect();
         for list in [&mut ids, &mut had] {
             list.sort_unstable();
             list.dedup();
@@ -168,5 +157,3 @@ impl SubsetLb {
     }
 }
 
-#[cfg(test)]
-mod tests;

@@ -1,11 +1,8 @@
 //! A request's subset metadata: up to [`METADATA_CAPACITY`] interned key=value pairs, kept
 //! sorted by key, in a fixed array (no allocation per request).
 
-use super::intern::Interner;
-use super::key;
+use super::names::Names;
 
-#[cfg(test)]
-mod tests;
 
 /// Most key=value pairs one [`Metadata`] holds.
 pub const METADATA_CAPACITY: usize = crate::hosttable::MAX_SELECTOR_KEYS;
@@ -29,11 +26,6 @@ const OVERFLOW: u8 = 2;
 /// rebuilt load balancer interns anew).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Metadata {
-    /// The subset table's key of the value ids ([`key::pack`]), kept current by every change
-    /// (0 while empty): a lookup reads it where it packed the ids, 21 instructions of a 4
-    /// keys x 3 values lookup. Metadata set once and used for many requests (a route's, a
-    /// fallback's) packs once.
-    key: u64,
     len: u8,
     /// [`UNKNOWN_KEY`] and [`OVERFLOW`]: either makes the metadata match no subset. One byte,
     /// tested once per lookup.
@@ -58,33 +50,25 @@ impl Metadata {
         self.marks != 0
     }
 
+    /// The key=value ids, in key order: a subset's key.
+    pub(super) fn kvs(&self) -> ([u32; METADATA_CAPACITY], usize) {
+        let mut kvs = [0; METADATA_CAPACITY];
+        for (slot, &(_, kv)) in kvs.iter_mut().zip(self.pairs()) {
+            *slot = kv;
+        }
+        (kvs, self.len())
+    }
+
     pub(super) fn pairs(&self) -> &[(u32, u32)] {
         &self.pairs[..self.len()]
     }
 
-    /// The subset table's key of the value ids: [`key::pack`] of them.
-    #[inline]
-    pub(super) fn key(&self) -> u64 {
-        self.key
-    }
-
-    /// Sets `key` to `value` by name, the key left to [`Metadata::pack`] (a caller setting
-    /// several pairs packs once, after the last).
-    #[inline]
-    pub(super) fn put_str(&mut self, interner: &Interner, key: &str, value: &str) {
-        match interner.pair_at(self.len(), key, value) {
+    /// Sets `key` to `value` by name.
+    pub(super) fn put_str(&mut self, names: &Names, key: &str, value: &str) {
+        match names.key(key) {
             None => self.set_foreign(),
-            Some((k, kv)) => self.put_ids(k, kv),
+            Some(k) => self.put_ids(k, names.kv(k, value).unwrap_or(UNKNOWN_VALUE)),
         }
-    }
-
-    /// Makes the key current after pairs were put.
-    #[inline]
-    pub(super) fn pack(&mut self) {
-        // Over the whole array, which `pack` reads `len` of: the slice of the pairs held cost
-        // a bounds check.
-        let kvs = self.pairs.iter().map(|&(_, kv)| kv);
-        self.key = key::pack(kvs, self.len());
     }
 
     /// Records a key that matches nothing.
@@ -93,14 +77,6 @@ impl Metadata {
     }
 
     /// Sets key `k` to `kv`, replacing an earlier value of `k`.
-    #[inline]
-    pub(super) fn set_ids(&mut self, k: u32, kv: u32) {
-        self.put_ids(k, kv);
-        self.pack();
-    }
-
-    /// [`Metadata::set_ids`] but for the key, left to [`Metadata::pack`]. Inlined: called
-    /// from both `set` and `set_key`, it was left a call, ~12 instructions more a pair.
     #[inline]
     pub(super) fn put_ids(&mut self, k: u32, kv: u32) {
         let len = self.len();
@@ -129,7 +105,8 @@ impl Metadata {
             self.marks |= OVERFLOW;
             return;
         }
-        // By hand: `copy_within` calls `memmove`, about 25 instructions for the pair or two
+        // By hand: the pair or two a request sets out of key order move cheaper than a call
+        // to `memmove`.
         // a request set out of key id order moves (and for nothing, on the usual append).
         for i in (at..len).rev() {
             self.pairs[i + 1] = self.pairs[i];
@@ -151,7 +128,6 @@ impl Metadata {
                 out.len += 1;
             }
         }
-        out.pack();
         out
     }
 
