@@ -25,6 +25,7 @@ fn sample() -> HostTable {
         fallback_policy: SelectorFallback::KeysSubset,
         fallback_keys_subset: vec!["zone".into()],
         single_host_per_subset: true,
+        fallback_on_unhealthy: true,
     });
     HostTable {
         version: 42,
