@@ -81,7 +81,7 @@ pub use request_keys::RequestKeys;
 
 use crate::{FallbackPolicy, HostTable, LbPolicy, SelectorFallback};
 use names::{Names, TextMap};
-use pick::HostSet;
+use pick::{HostSet, Subset};
 
 /// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
 /// updates never names a newer host that reused the slot.
@@ -195,13 +195,11 @@ pub struct SubsetLb {
     serial: u64,
     options: Options,
     names: Names,
-    /// Per key=value id, the slots of the hosts carrying it.
-    postings: Vec<roaring::RoaringBitmap>,
     selectors: Vec<Selector>,
     /// Selector by its key ids.
     selector_of: IdMap<Box<[u32]>, u8>,
     /// Subsets by their key=value ids in key order.
-    subsets: IdMap<Box<[u32]>, HostSet>,
+    subsets: IdMap<Box<[u32]>, Subset>,
     any: HostSet,
     /// The default subset's key=value ids and set; `None` when it is every host.
     default: Option<(Box<[u32]>, HostSet)>,
@@ -333,10 +331,19 @@ impl SubsetLb {
 
     /// Heap bytes of the index: names, bitmaps and sets, not the hosts' records.
     pub fn index_heap_bytes(&self) -> usize {
-        let set = |s: &HostSet| bitmap_bytes(&s.members) + bitmap_bytes(&s.healthy);
-        let postings: usize = self.postings.iter().map(bitmap_bytes).sum();
-        let subsets: usize = self.subsets.iter().map(|(k, s)| k.len() * 4 + set(s)).sum();
-        postings + subsets + set(&self.any)
+        let set = |s: &HostSet| {
+            size_of::<HostSet>() + bitmap_bytes(&s.members) + bitmap_bytes(&s.healthy)
+        };
+        let entry = size_of::<(Box<[u32]>, Subset)>() + 1;
+        let subset = |(kvs, subset): (&Box<[u32]>, &Subset)| {
+            kvs.len() * 4
+                + match subset {
+                    Subset::One(_) => 0,
+                    Subset::Many(s) => set(s),
+                }
+        };
+        let subsets: usize = self.subsets.iter().map(subset).sum();
+        self.subsets.capacity() * entry + subsets + set(&self.any)
     }
 
     fn id(&self, slot: u32) -> HostId {

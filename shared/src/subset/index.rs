@@ -1,8 +1,9 @@
-//! Building the index of a table: one pass over the hosts interns their labels and fills the
-//! key=value bitmaps; then each selector's subsets are the non-empty intersections of one
-//! value bitmap per key, found depth-first over the selector's keys. Where a key has more
-//! values than the hosts left to split (a key nearly unique per host), the hosts are grouped
-//! by their values instead of intersecting every value's bitmap.
+//! Building the index of a table: one pass over the hosts interns their labels and fills a
+//! bitmap of hosts per key=value (the postings, kept only while building); then each
+//! selector's subsets are the non-empty intersections of one value bitmap per key, found
+//! depth-first over the selector's keys. Where a key has more values than the hosts left to
+//! split (a key nearly unique per host), the hosts are grouped by their values instead of
+//! intersecting every value's bitmap.
 
 use alloc::{boxed::Box, vec::Vec};
 
@@ -10,10 +11,10 @@ use roaring::RoaringBitmap;
 
 use super::metadata::Metadata;
 use super::names::{Names, TextMap};
-use super::pick::HostSet;
+use super::pick::{HostSet, Subset};
 use super::{IdMap, Options, Selector, Slot, SubsetError, SubsetLb, SubsetStats, request_keys};
-use crate::hosttable::list_items;
-use crate::{HostTable, SelectorFallback, SubsetConfig};
+use crate::hosttable::{list_items, shown};
+use crate::{HostTable, HostTableError, MAX_WEIGHT, SelectorFallback, SubsetConfig};
 
 pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
     let config = &table.subset;
@@ -22,7 +23,6 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         serial: request_keys::serial(),
         options: options(config),
         names: Names::default(),
-        postings: Vec::new(),
         selectors: Vec::new(),
         selector_of: IdMap::default(),
         subsets: IdMap::default(),
@@ -36,15 +36,29 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         stats: SubsetStats::default(),
     };
     lb.intern_config(config);
-    for host in &table.hosts {
-        if lb.by_address.contains_key(host.address.as_str()) {
-            return Err(SubsetError::DuplicateAddress(host.address.clone()));
+    let mut postings = Vec::new();
+    for (index, host) in table.hosts.iter().enumerate() {
+        // What the index relies on, checked even in a table validated before: weights it
+        // divides by, addresses it finds hosts by, the subsets lists make.
+        if let Some(&first) = lb.by_address.get(host.address.as_str()) {
+            let address = shown(&host.address);
+            let first = first as usize;
+            return Err(HostTableError::DuplicateAddress { first, index, address }.into());
         }
+        if host.weight == 0 {
+            return Err(HostTableError::ZeroWeight { index }.into());
+        }
+        if host.weight > MAX_WEIGHT {
+            let weight = host.weight;
+            return Err(HostTableError::WeightTooLarge { index, weight }.into());
+        }
+        lb.lists_allow(index, host)?;
         let slot = lb.slots.len() as u32;
         let kvs = lb.intern_labels(host.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        postings.resize_with(lb.names.kv_count(), RoaringBitmap::new);
         for &kv in &kvs {
             // Slots ascend: each one appends.
-            lb.postings[kv as usize].insert(slot);
+            postings[kv as usize].insert(slot);
         }
         lb.by_address.insert(host.address.as_str().into(), slot);
         lb.weighted_hosts += usize::from(host.weight != 1);
@@ -67,10 +81,16 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
             continue;
         }
         let mut kvs = Vec::with_capacity(keys.len());
-        lb.split(s, &keys, &all, &mut kvs);
+        lb.split(&postings, s, &keys, &all, &mut kvs);
     }
     if let Some((kvs, _)) = &lb.default {
-        let members = lb.intersect(kvs, &all);
+        let mut members = all.clone();
+        for &kv in kvs.iter() {
+            match postings.get(kv as usize) {
+                Some(hosts) => members &= hosts,
+                None => members.clear(),
+            }
+        }
         let kvs = kvs.clone();
         lb.default = Some((kvs, HostSet::new(members, &lb.slots, false)));
     }
@@ -135,9 +155,7 @@ impl SubsetLb {
 
     fn intern_pair(&mut self, key: &str, value: &str) -> (u32, u32) {
         let k = self.names.intern_key(key);
-        let kv = self.names.intern_kv(k, value);
-        self.grow_postings();
-        (k, kv)
+        (k, self.names.intern_kv(k, value))
     }
 
     /// Interns a host's labels: their key=value ids, one per list item with `list_as_any`.
@@ -159,44 +177,43 @@ impl SubsetLb {
         }
         kvs.sort_unstable();
         kvs.dedup();
-        self.grow_postings();
         kvs.into_boxed_slice()
-    }
-
-    fn grow_postings(&mut self) {
-        self.postings
-            .resize_with(self.names.kv_count(), RoaringBitmap::new);
-    }
-
-    /// The hosts of `candidates` carrying every key=value of `kvs`.
-    pub(super) fn intersect(&self, kvs: &[u32], candidates: &RoaringBitmap) -> RoaringBitmap {
-        let mut out = candidates.clone();
-        for &kv in kvs {
-            out &= &self.postings[kv as usize];
-        }
-        out
     }
 
     /// Adds the subsets of selector `s` below `kvs` (values of the keys before `keys`) among
     /// `candidates`, which carry every pair of `kvs`.
-    fn split(&mut self, s: usize, keys: &[u32], candidates: &RoaringBitmap, kvs: &mut Vec<u32>) {
+    fn split(
+        &mut self,
+        postings: &[RoaringBitmap],
+        s: usize,
+        keys: &[u32],
+        candidates: &RoaringBitmap,
+        kvs: &mut Vec<u32>,
+    ) {
         let Some((&key, rest)) = keys.split_first() else {
-            let set = HostSet::new(candidates.clone(), &self.slots, self.selectors[s].single);
-            self.insert_subset(kvs.as_slice().into(), set);
+            let single = self.selectors[s].single;
+            let subset = Subset::new(candidates.clone(), &self.slots, single);
+            self.insert_subset(kvs.as_slice().into(), subset, single);
             return;
         };
-        for (kv, members) in self.by_value(key, candidates) {
+        for (kv, members) in self.by_value(postings, key, candidates) {
             kvs.push(kv);
-            self.split(s, rest, &members, kvs);
+            self.split(postings, s, rest, &members, kvs);
             kvs.pop();
         }
     }
 
     /// The hosts of `candidates` by their value of `key`, each value with at least one host.
-    fn by_value(&self, key: u32, candidates: &RoaringBitmap) -> Vec<(u32, RoaringBitmap)> {
+    fn by_value(
+        &self,
+        postings: &[RoaringBitmap],
+        key: u32,
+        candidates: &RoaringBitmap,
+    ) -> Vec<(u32, RoaringBitmap)> {
         if self.names.value_count(key) as u64 <= candidates.len() {
             let values = self.names.values_of(key);
-            let split = values.map(|kv| (kv, candidates & &self.postings[kv as usize]));
+            let hosts = |kv: u32| postings.get(kv as usize).map(|p| candidates & p);
+            let split = values.map(|kv| (kv, hosts(kv).unwrap_or_default()));
             return split.filter(|(_, members)| !members.is_empty()).collect();
         }
         // Fewer hosts than values: group the hosts, not the values.
@@ -211,12 +228,12 @@ impl SubsetLb {
     }
 
     /// Records a new subset; a single-host one counts the hosts it leaves out.
-    pub(super) fn insert_subset(&mut self, kvs: Box<[u32]>, set: HostSet) {
+    pub(super) fn insert_subset(&mut self, kvs: Box<[u32]>, subset: Subset, single: bool) {
         self.stats.subsets_created += 1;
         self.stats.subsets_active += 1;
-        if set.single {
-            self.stats.single_host_collisions += set.len().saturating_sub(1);
+        if single {
+            self.stats.single_host_collisions += subset.len().saturating_sub(1);
         }
-        self.subsets.insert(kvs, set);
+        self.subsets.insert(kvs, subset);
     }
 }

@@ -1,6 +1,6 @@
 //! Finding the set a request picks from: Envoy's `chooseHostIteration`, over the index.
 
-use super::pick::{self, Context, HostSet, Rng};
+use super::pick::{self, Context, Rng};
 use super::{Fallback, Metadata, Options, Selection, Slot, SubsetLb};
 use crate::{FallbackPolicy, SelectorFallback};
 
@@ -66,7 +66,7 @@ impl SubsetLb {
             // `fallback_on_unhealthy`: a subset without a healthy host is no match.
             let unusable = found
                 && selector.is_some_and(|s| s.on_unhealthy)
-                && self.subsets.get(kvs).is_some_and(|set| set.healthy.is_empty());
+                && self.subsets.get(kvs).is_some_and(|set| !set.any_healthy(&self.slots));
             if found && !unusable {
                 self.stats.subset_hits += 1;
                 return self.pick(Target::Subset(kvs), Fallback::None, rng, exclude);
@@ -141,15 +141,14 @@ impl SubsetLb {
         exclude: Option<u32>,
     ) -> Option<Selection> {
         let cx = Context::new(&self.slots, self.options, self.weighted_hosts);
-        let set: &mut HostSet = match target {
-            Target::Subset(kvs) => self.subsets.get_mut(kvs)?,
+        let (slot, panic) = match target {
+            Target::Subset(kvs) => self.subsets.get_mut(kvs)?.pick(&cx, rng, exclude)?,
             Target::Default => match &mut self.default {
-                Some((_, set)) => set,
-                None => &mut self.any,
+                Some((_, set)) => set.pick(&cx, rng, exclude)?,
+                None => self.any.pick(&cx, rng, exclude)?,
             },
-            Target::Any => &mut self.any,
+            Target::Any => self.any.pick(&cx, rng, exclude)?,
         };
-        let (slot, panic) = set.pick(&cx, rng, exclude)?;
         Some(Selection {
             host: super::HostId {
                 slot,

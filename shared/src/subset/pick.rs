@@ -2,7 +2,7 @@
 //! it. Members and healthy members are roaring bitmaps of host slots; a pick selects by rank,
 //! so it allocates nothing. A policy is one impl of [`Policy`].
 
-use alloc::vec::Vec;
+use alloc::{boxed::Box, vec::Vec};
 
 use roaring::RoaringBitmap;
 
@@ -60,12 +60,15 @@ impl Pool<'_> {
 /// What a set keeps between picks for its policy.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Turn {
-    /// Round robin's position, in hosts or in weight units.
-    next: u64,
+    /// Round robin's position, in hosts or in weight units; it starts at a random one, so
+    /// that isolates do not all begin with the same host.
+    next: Option<u64>,
     /// Running weight sums over the pool, for weighted picks; rebuilt when stale.
     sums: Vec<u64>,
     /// The pool `sums` were built for (`Some(panic)`), `None` when stale.
     sums_for: Option<bool>,
+    /// Whether the pool's weights are all equal: then picks ignore them.
+    even: bool,
 }
 
 /// A child load balancing policy: picks one host of the pool.
@@ -89,16 +92,32 @@ pub(super) fn policy(policy: LbPolicy) -> &'static dyn Policy {
 }
 
 impl Policy for RoundRobin {
-    fn pick(&self, pool: &Pool<'_>, turn: &mut Turn, _: &mut Rng) -> Option<u32> {
-        let at = turn.next;
-        turn.next = turn.next.wrapping_add(1);
+    fn pick(&self, pool: &Pool<'_>, turn: &mut Turn, rng: &mut Rng) -> Option<u32> {
+        let at = *turn.next.get_or_insert_with(|| rng.next());
+        turn.next = Some(at.wrapping_add(1));
         match pool.weighted {
             false => pool.nth(at % pool.len()),
-            // Weighted round robin: the turn walks weight units, each host owning as many as
-            // its weight.
-            true => by_weight(pool, turn, |total| at % total),
+            // Weighted round robin: each host owns as many weight units as its weight, and
+            // the turn visits the units in a stride coprime with their total, so any `total`
+            // turns in a row give each host its weight, interleaved.
+            true => by_weight(pool, turn, |total| (at % total) * stride(total) % total),
         }
     }
+}
+
+/// The step near `total` / golden ratio that shares no factor with `total`.
+fn stride(total: u64) -> u64 {
+    let gcd = |mut a: u64, mut b: u64| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    let mut step = (total * 5 / 8).max(1);
+    while gcd(step, total) != 1 {
+        step += 1;
+    }
+    step
 }
 
 impl Policy for Weighted {
@@ -117,15 +136,24 @@ impl Policy for Random {
 }
 
 impl Policy for LeastRequest {
-    fn pick(&self, pool: &Pool<'_>, _: &mut Turn, rng: &mut Rng) -> Option<u32> {
-        let len = pool.len();
-        let a = rng.below(len);
-        // A second, different host when there is one.
-        let b = match len {
-            1 => a,
-            _ => (a + 1 + rng.below(len - 1)) % len,
+    fn pick(&self, pool: &Pool<'_>, turn: &mut Turn, rng: &mut Rng) -> Option<u32> {
+        // Two candidates, drawn by weight when weights differ.
+        let (a, b) = match pool.weighted {
+            true => (
+                by_weight(pool, turn, |total| rng.below(total))?,
+                by_weight(pool, turn, |total| rng.below(total))?,
+            ),
+            false => {
+                let len = pool.len();
+                let a = rng.below(len);
+                // A second, different host when there is one.
+                let b = match len {
+                    1 => a,
+                    _ => (a + 1 + rng.below(len - 1)) % len,
+                };
+                (pool.nth(a)?, pool.nth(b)?)
+            }
         };
-        let (a, b) = (pool.nth(a)?, pool.nth(b)?);
         let load = |s: u32| u64::from(pool.slots[s as usize].active);
         // Fewer in flight per unit of weight: a * w_b <= b * w_a.
         let a_first = load(a) * pool.weight(b) <= load(b) * pool.weight(a);
@@ -134,7 +162,7 @@ impl Policy for LeastRequest {
 }
 
 /// The host owning weight unit `unit(total)` of the pool, `total` its weight.
-fn by_weight(pool: &Pool<'_>, turn: &mut Turn, unit: impl FnOnce(u64) -> u64) -> Option<u32> {
+fn by_weight(pool: &Pool<'_>, turn: &Turn, unit: impl FnOnce(u64) -> u64) -> Option<u32> {
     let excluded = pool.excluded.map(|r| r as usize);
     let sums = &turn.sums;
     let before = |i: usize| if i == 0 { 0 } else { sums[i - 1] };
@@ -254,7 +282,7 @@ impl HostSet {
         let excluded = exclude
             .filter(|&e| hosts.contains(e))
             .map(|e| hosts.rank(e) - 1);
-        let pool = Pool {
+        let mut pool = Pool {
             hosts,
             excluded,
             slots: cx.slots,
@@ -264,14 +292,20 @@ impl HostSet {
             return None;
         }
         if cx.weighted && self.turn.sums_for != Some(panic) {
-            self.turn.sums.clear();
+            let turn = &mut self.turn;
+            turn.sums.clear();
+            let first = hosts.min().map(|s| pool.weight(s));
+            turn.even = true;
             let mut sum = 0;
             for slot in hosts {
-                sum += pool.weight(slot);
-                self.turn.sums.push(sum);
+                let weight = pool.weight(slot);
+                turn.even &= Some(weight) == first;
+                sum += weight;
+                turn.sums.push(sum);
             }
-            self.turn.sums_for = Some(panic);
+            turn.sums_for = Some(panic);
         }
+        pool.weighted = cx.weighted && !self.turn.even;
         let host = cx.policy.pick(&pool, &mut self.turn, rng)?;
         Some((host, panic))
     }
@@ -279,4 +313,93 @@ impl HostSet {
 
 fn address(slots: &[Slot], slot: u32) -> &str {
     &slots[slot as usize].address
+}
+
+/// A subset's hosts. Most subsets of a key unique per host hold one host, which needs no set:
+/// such a subset is its slot.
+#[derive(Debug, Clone)]
+pub(super) enum Subset {
+    One(u32),
+    Many(Box<HostSet>),
+}
+
+impl Subset {
+    pub(super) fn new(members: RoaringBitmap, slots: &[Slot], single: bool) -> Subset {
+        match (members.len(), members.min()) {
+            (1, Some(slot)) => Subset::One(slot),
+            _ => Subset::Many(Box::new(HostSet::new(members, slots, single))),
+        }
+    }
+
+    pub(super) fn len(&self) -> u64 {
+        match self {
+            Subset::One(_) => 1,
+            Subset::Many(set) => set.len(),
+        }
+    }
+
+    pub(super) fn members(&self) -> RoaringBitmap {
+        match self {
+            Subset::One(slot) => [*slot].into_iter().collect(),
+            Subset::Many(set) => set.members.clone(),
+        }
+    }
+
+    /// Whether a member is healthy.
+    pub(super) fn any_healthy(&self, slots: &[Slot]) -> bool {
+        match self {
+            Subset::One(slot) => slots[*slot as usize].healthy,
+            Subset::Many(set) => !set.healthy.is_empty(),
+        }
+    }
+
+    pub(super) fn insert(&mut self, slot: u32, slots: &[Slot], single: bool) {
+        match self {
+            Subset::One(first) => {
+                let members = [*first, slot].into_iter().collect();
+                *self = Subset::Many(Box::new(HostSet::new(members, slots, single)));
+            }
+            Subset::Many(set) => set.insert(slot, slots),
+        }
+    }
+
+    /// Removes a member; returns whether the subset is now empty.
+    pub(super) fn remove(&mut self, slot: u32, slots: &[Slot]) -> bool {
+        match self {
+            Subset::One(only) => *only == slot,
+            Subset::Many(set) => {
+                set.remove(slot, slots);
+                set.members.is_empty()
+            }
+        }
+    }
+
+    pub(super) fn set_healthy(&mut self, slot: u32, healthy: bool) {
+        if let Subset::Many(set) = self {
+            set.set_healthy(slot, healthy);
+        }
+    }
+
+    pub(super) fn stale(&mut self) {
+        if let Subset::Many(set) = self {
+            set.stale();
+        }
+    }
+
+    pub(super) fn pick(
+        &mut self,
+        cx: &Context<'_>,
+        rng: &mut Rng,
+        exclude: Option<u32>,
+    ) -> Option<(u32, bool)> {
+        match self {
+            Subset::Many(set) => set.pick(cx, rng, exclude),
+            // As a set of one: unhealthy, it is in panic unless the threshold is 0.
+            Subset::One(slot) => {
+                let healthy = cx.slots[*slot as usize].healthy;
+                let panic = !healthy && cx.panic_threshold > 0;
+                ((healthy || panic) && exclude != Some(*slot)).then_some((*slot, panic))
+            }
+        }
+    }
 }

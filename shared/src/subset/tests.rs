@@ -313,7 +313,7 @@ fn subset_hosts(lb: &SubsetLb, md: &Metadata) -> Option<BTreeSet<String>> {
     let (kvs, len) = md.kvs();
     let set = lb.subsets.get(&kvs[..len])?;
     let address = |s: u32| lb.slots[s as usize].address.to_string();
-    Some(set.members.iter().map(address).collect())
+    Some(set.members().iter().map(address).collect())
 }
 
 fn check(

@@ -4,7 +4,7 @@ use alloc::{boxed::Box, vec, vec::Vec};
 
 use roaring::RoaringBitmap;
 
-use super::pick::HostSet;
+use super::pick::{HostSet, Subset};
 use super::{HostId, Slot, SubsetError, SubsetLb};
 use crate::hosttable::{MAX_HOSTS, check_list_subsets, distinct_items, shown, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
@@ -52,22 +52,17 @@ impl SubsetLb {
         self.by_address.insert(host.address.as_str().into(), s);
         self.weighted_hosts += usize::from(host.weight != 1);
         let kvs = self.slots[s as usize].kvs.clone();
-        for &kv in kvs.iter() {
-            self.postings[kv as usize].insert(s);
-        }
         for (selector, subset) in self.memberships(&kvs) {
+            let single = self.selectors[selector].single;
             match self.subsets.get_mut(&subset) {
                 Some(set) => {
-                    if set.single {
-                        self.stats.single_host_collisions += 1;
-                    }
-                    set.insert(s, &self.slots);
+                    self.stats.single_host_collisions += u64::from(single);
+                    set.insert(s, &self.slots, single);
                 }
                 None => {
-                    let single = self.selectors[selector].single;
                     let members: RoaringBitmap = [s].into_iter().collect();
-                    let set = HostSet::new(members, &self.slots, single);
-                    self.insert_subset(subset, set);
+                    let set = Subset::new(members, &self.slots, single);
+                    self.insert_subset(subset, set, single);
                 }
             }
         }
@@ -99,22 +94,19 @@ impl SubsetLb {
         let s = self.known(address)?;
         self.by_address.remove(address);
         let kvs = core::mem::take(&mut self.slots[s as usize].kvs);
-        for (_, subset) in self.memberships(&kvs) {
+        for (selector, subset) in self.memberships(&kvs) {
             let Some(set) = self.subsets.get_mut(&subset) else {
                 continue;
             };
-            set.remove(s, &self.slots);
-            if set.single && !set.members.is_empty() {
+            let empty = set.remove(s, &self.slots);
+            if self.selectors[selector].single && !empty {
                 self.stats.single_host_collisions -= 1;
             }
-            if set.members.is_empty() {
+            if empty {
                 self.subsets.remove(&subset);
                 self.stats.subsets_removed += 1;
                 self.stats.subsets_active -= 1;
             }
-        }
-        for &kv in kvs.iter() {
-            self.postings[kv as usize].remove(s);
         }
         self.any.remove(s, &self.slots);
         if let Some((_, set)) = &mut self.default {
@@ -137,7 +129,7 @@ impl SubsetLb {
             return Ok(());
         }
         self.slots[s as usize].healthy = healthy;
-        self.each_set_of(s, |set| set.set_healthy(s, healthy));
+        self.each_set_of(s, |set| set.set_healthy(s, healthy), |set| set.set_healthy(s, healthy));
         Ok(())
     }
 
@@ -159,7 +151,7 @@ impl SubsetLb {
         }
         self.weighted_hosts = self.weighted_hosts + usize::from(weight != 1) - usize::from(old != 1);
         self.slots[index].weight = weight;
-        self.each_set_of(s, HostSet::stale);
+        self.each_set_of(s, Subset::stale, HostSet::stale);
         Ok(())
     }
 
@@ -168,12 +160,17 @@ impl SubsetLb {
         slot.ok_or_else(|| SubsetError::UnknownHost(shown(address)))
     }
 
-    /// Calls `f` on every set holding the host of slot `s`.
-    fn each_set_of(&mut self, s: u32, mut f: impl FnMut(&mut HostSet)) {
+    /// Calls `subset` on every subset holding the host of slot `s`, `f` on the other sets.
+    fn each_set_of(
+        &mut self,
+        s: u32,
+        mut subset: impl FnMut(&mut Subset),
+        mut f: impl FnMut(&mut HostSet),
+    ) {
         let kvs = self.slots[s as usize].kvs.clone();
-        for (_, subset) in self.memberships(&kvs) {
-            if let Some(set) = self.subsets.get_mut(&subset) {
-                f(set);
+        for (_, kvs) in self.memberships(&kvs) {
+            if let Some(set) = self.subsets.get_mut(&kvs) {
+                subset(set);
             }
         }
         f(&mut self.any);
