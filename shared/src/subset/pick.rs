@@ -223,6 +223,12 @@ impl HostSet {
 
     pub(super) fn insert(&mut self, slot: u32, slots: &[Slot]) {
         self.members.insert(slot);
+        // Room for the sums of a set that has made them: a pick after updates allocates
+        // nothing.
+        let sums = &mut self.turn.sums;
+        if sums.capacity() > 0 {
+            sums.reserve((self.members.len() as usize).saturating_sub(sums.len()));
+        }
         if slots[slot as usize].healthy {
             self.healthy.insert(slot);
         }
