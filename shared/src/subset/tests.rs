@@ -96,7 +96,7 @@ const SELECTOR_FALLBACKS: [SelectorFallback; 5] = [
 ];
 
 /// A selector from raw draws: keys from a mask, a fallback, a keys subset from another mask
-/// (cut to a strict subset), single host or not.
+/// (cut to a strict subset; its high bit sets `fallback_on_unhealthy`), single host or not.
 fn selector((mask, fallback, sub, single): (u8, usize, u8, bool)) -> SubsetSelector {
     let keys = keys_of(mask);
     let mut fallback_policy = SELECTOR_FALLBACKS[fallback];
@@ -116,7 +116,7 @@ fn selector((mask, fallback, sub, single): (u8, usize, u8, bool)) -> SubsetSelec
         fallback_policy,
         fallback_keys_subset,
         single_host_per_subset: single,
-        ..SubsetSelector::default()
+        fallback_on_unhealthy: sub & 0x80 != 0,
     }
 }
 

@@ -221,6 +221,38 @@ fn selector_fallbacks() {
     assert_eq!(picks(&mut lb, &[("zone", "c")], 5).1, None);
 }
 
+/// Beyond Envoy (envoy#25654): a subset whose hosts are all unhealthy counts as no match for
+/// a selector with `fallback_on_unhealthy`, so its fallback (here the default subset) serves;
+/// without it, the subset's own unhealthy host is picked in panic, as Envoy does.
+#[test]
+fn fallback_on_unhealthy_skips_a_subset_without_healthy_hosts() {
+    let request = [("zone", "a"), ("v", "2")];
+    for on in [false, true] {
+        let mut config = config(FallbackPolicy::NoFallback);
+        config.default_subset = BTreeMap::from([("zone".into(), "b".into())]);
+        config.selectors[1].fallback_policy = SelectorFallback::DefaultSubset;
+        config.selectors[1].fallback_on_unhealthy = on;
+        let mut lb = SubsetLb::build(&table(&HOSTS, config)).unwrap();
+        assert_eq!(
+            picks(&mut lb, &request, 10),
+            (set(&["h1"]), Some(Fallback::None))
+        );
+        lb.set_healthy("http://h1", false).unwrap();
+        let expected = match on {
+            true => (set(&["h2"]), Some(Fallback::DefaultSubset)),
+            false => (set(&["h1"]), Some(Fallback::None)),
+        };
+        assert_eq!(picks(&mut lb, &request, 10), expected, "fallback_on_unhealthy {on}");
+        // Healthy again: the subset serves again.
+        lb.set_healthy("http://h1", true).unwrap();
+        assert_eq!(picks(&mut lb, &request, 10).0, set(&["h1"]));
+        // Other selectors keep Envoy's behaviour: zone=a has a healthy host left anyway,
+        // and {zone=b} has no fallback_on_unhealthy.
+        lb.set_healthy("http://h2", false).unwrap();
+        assert_eq!(picks(&mut lb, &[("zone", "b")], 10).0, set(&["h2"]));
+    }
+}
+
 #[test]
 fn keys_subset_falls_through_to_the_next_lookup() {
     // zone=c has no subset either: the cut request takes the top-level fallback.

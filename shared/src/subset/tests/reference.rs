@@ -116,7 +116,10 @@ impl Reference<'_> {
             && let Some(selector) = self.selector_for(&md)
         {
             let members = self.members(&md);
-            if !members.is_empty() {
+            // `fallback_on_unhealthy`: a subset with no healthy host is no match.
+            let unusable =
+                selector.fallback_on_unhealthy && members.iter().all(|h| !h.healthy);
+            if !members.is_empty() && !unusable {
                 let single = selector.single_host_per_subset;
                 return self.pick(&members, single, Fallback::None, exclude);
             }
