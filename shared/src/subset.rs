@@ -64,6 +64,7 @@ mod metadata;
 mod names;
 mod pick;
 mod request_keys;
+mod subsets;
 mod update;
 
 #[cfg(test)]
@@ -81,7 +82,8 @@ pub use request_keys::RequestKeys;
 
 use crate::{FallbackPolicy, HostTable, LbPolicy, SelectorFallback};
 use names::{Names, TextMap};
-use pick::{HostSet, Subset};
+use pick::HostSet;
+use subsets::Subsets;
 
 /// A host of a [`SubsetLb`]: its slot and the slot's generation, so that an id kept across
 /// updates never names a newer host that reused the slot.
@@ -199,7 +201,7 @@ pub struct SubsetLb {
     /// Selector by its key ids.
     selector_of: IdMap<Box<[u32]>, u8>,
     /// Subsets by their key=value ids in key order.
-    subsets: IdMap<Box<[u32]>, Subset>,
+    subsets: Subsets,
     any: HostSet,
     /// The default subset's key=value ids and set; `None` when it is every host.
     default: Option<(Box<[u32]>, HostSet)>,
@@ -329,21 +331,10 @@ impl SubsetLb {
         self.stats
     }
 
-    /// Heap bytes of the index: names, bitmaps and sets, not the hosts' records.
+    /// Heap bytes of the index: the subsets and the set of all hosts, not the hosts' records
+    /// or the names.
     pub fn index_heap_bytes(&self) -> usize {
-        let set = |s: &HostSet| {
-            size_of::<HostSet>() + bitmap_bytes(&s.members) + bitmap_bytes(&s.healthy)
-        };
-        let entry = size_of::<(Box<[u32]>, Subset)>() + 1;
-        let subset = |(kvs, subset): (&Box<[u32]>, &Subset)| {
-            kvs.len() * 4
-                + match subset {
-                    Subset::One(_) => 0,
-                    Subset::Many(s) => set(s),
-                }
-        };
-        let subsets: usize = self.subsets.iter().map(subset).sum();
-        self.subsets.capacity() * entry + subsets + set(&self.any)
+        self.subsets.heap_bytes() + self.any.heap_bytes()
     }
 
     fn id(&self, slot: u32) -> HostId {
@@ -362,13 +353,4 @@ impl SubsetLb {
         let slot = self.slots.get_mut(id.slot as usize)?;
         (slot.alive && slot.generation == id.generation).then_some(slot)
     }
-}
-
-/// Bytes of a bitmap's containers.
-fn bitmap_bytes(bitmap: &roaring::RoaringBitmap) -> usize {
-    let stats = bitmap.statistics();
-    let bytes = stats.n_bytes_array_containers
-        + stats.n_bytes_run_containers
-        + stats.n_bytes_bitset_containers;
-    bytes as usize
 }

@@ -156,4 +156,3 @@ impl SubsetLb {
         ids == had
     }
 }
-

@@ -11,7 +11,8 @@ use roaring::RoaringBitmap;
 
 use super::metadata::Metadata;
 use super::names::{Names, TextMap};
-use super::pick::{HostSet, Subset};
+use super::pick::HostSet;
+use super::subsets::Subsets;
 use super::{IdMap, Options, Selector, Slot, SubsetError, SubsetLb, SubsetStats, request_keys};
 use crate::hosttable::{list_items, shown};
 use crate::{HostTable, HostTableError, MAX_WEIGHT, SelectorFallback, SubsetConfig};
@@ -25,7 +26,7 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         names: Names::default(),
         selectors: Vec::new(),
         selector_of: IdMap::default(),
-        subsets: IdMap::default(),
+        subsets: Subsets::default(),
         any: HostSet::default(),
         default: None,
         metadata_fallbacks: Vec::new(),
@@ -43,7 +44,12 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         if let Some(&first) = lb.by_address.get(host.address.as_str()) {
             let address = shown(&host.address);
             let first = first as usize;
-            return Err(HostTableError::DuplicateAddress { first, index, address }.into());
+            return Err(HostTableError::DuplicateAddress {
+                first,
+                index,
+                address,
+            }
+            .into());
         }
         if host.weight == 0 {
             return Err(HostTableError::ZeroWeight { index }.into());
@@ -192,8 +198,13 @@ impl SubsetLb {
     ) {
         let Some((&key, rest)) = keys.split_first() else {
             let single = self.selectors[s].single;
-            let subset = Subset::new(candidates.clone(), &self.slots, single);
-            self.insert_subset(kvs.as_slice().into(), subset, single);
+            if single {
+                self.stats.single_host_collisions += candidates.len().saturating_sub(1);
+            }
+            self.subsets
+                .insert(kvs, candidates.clone(), &self.slots, single);
+            self.stats.subsets_created += 1;
+            self.stats.subsets_active += 1;
             return;
         };
         for (kv, members) in self.by_value(postings, key, candidates) {
@@ -225,15 +236,5 @@ impl SubsetLb {
             }
         }
         groups.into_iter().collect()
-    }
-
-    /// Records a new subset; a single-host one counts the hosts it leaves out.
-    pub(super) fn insert_subset(&mut self, kvs: Box<[u32]>, subset: Subset, single: bool) {
-        self.stats.subsets_created += 1;
-        self.stats.subsets_active += 1;
-        if single {
-            self.stats.single_host_collisions += subset.len().saturating_sub(1);
-        }
-        self.subsets.insert(kvs, subset);
     }
 }

@@ -49,7 +49,12 @@ impl SubsetLb {
     }
 
     /// Envoy's `chooseHostIteration`.
-    fn iteration(&mut self, md: &Metadata, rng: &mut Rng, exclude: Option<u32>) -> Option<Selection> {
+    fn iteration(
+        &mut self,
+        md: &Metadata,
+        rng: &mut Rng,
+        exclude: Option<u32>,
+    ) -> Option<Selection> {
         let cut;
         let md = match self.options.allow_redundant_keys {
             true => {
@@ -59,14 +64,16 @@ impl SubsetLb {
             false => md,
         };
         if !md.is_empty() {
-            let selector = self.selector_for(md).map(|s| &self.selectors[usize::from(s)]);
+            let selector = self
+                .selector_for(md)
+                .map(|s| &self.selectors[usize::from(s)]);
             let (kvs, len) = md.kvs();
             let kvs = &kvs[..len];
-            let found = !md.has_foreign_key() && self.subsets.contains_key(kvs);
+            let found = !md.has_foreign_key() && self.subsets.contains(kvs);
             // `fallback_on_unhealthy`: a subset without a healthy host is no match.
             let unusable = found
                 && selector.is_some_and(|s| s.on_unhealthy)
-                && self.subsets.get(kvs).is_some_and(|set| !set.any_healthy(&self.slots));
+                && self.subsets.any_healthy(kvs, &self.slots) == Some(false);
             if found && !unusable {
                 self.stats.subset_hits += 1;
                 return self.pick(Target::Subset(kvs), Fallback::None, rng, exclude);
@@ -142,7 +149,7 @@ impl SubsetLb {
     ) -> Option<Selection> {
         let cx = Context::new(&self.slots, self.options, self.weighted_hosts);
         let (slot, panic) = match target {
-            Target::Subset(kvs) => self.subsets.get_mut(kvs)?.pick(&cx, rng, exclude)?,
+            Target::Subset(kvs) => self.subsets.pick(kvs, &cx, rng, exclude)?,
             Target::Default => match &mut self.default {
                 Some((_, set)) => set.pick(&cx, rng, exclude)?,
                 None => self.any.pick(&cx, rng, exclude)?,

@@ -3,7 +3,6 @@
 
 use super::names::Names;
 
-
 /// Most key=value pairs one [`Metadata`] holds.
 pub const METADATA_CAPACITY: usize = crate::hosttable::MAX_SELECTOR_KEYS;
 

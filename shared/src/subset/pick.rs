@@ -2,7 +2,7 @@
 //! it. Members and healthy members are roaring bitmaps of host slots; a pick selects by rank,
 //! so it allocates nothing. A policy is one impl of [`Policy`].
 
-use alloc::{boxed::Box, vec::Vec};
+use alloc::vec::Vec;
 
 use roaring::RoaringBitmap;
 
@@ -168,7 +168,10 @@ fn by_weight(pool: &Pool<'_>, turn: &Turn, unit: impl FnOnce(u64) -> u64) -> Opt
     let before = |i: usize| if i == 0 { 0 } else { sums[i - 1] };
     let all = *sums.last()?;
     let (total, skipped) = match excluded {
-        Some(r) => (all - (sums[r] - before(r)), Some((before(r), sums[r] - before(r)))),
+        Some(r) => (
+            all - (sums[r] - before(r)),
+            Some((before(r), sums[r] - before(r))),
+        ),
         None => (all, None),
     };
     if total == 0 {
@@ -221,6 +224,18 @@ impl HostSet {
         self.members.len()
     }
 
+    /// Heap bytes of the bitmaps and the weight sums.
+    pub(super) fn heap_bytes(&self) -> usize {
+        let bitmap = |b: &RoaringBitmap| {
+            let stats = b.statistics();
+            let bytes = stats.n_bytes_array_containers
+                + stats.n_bytes_run_containers
+                + stats.n_bytes_bitset_containers;
+            bytes as usize
+        };
+        bitmap(&self.members) + bitmap(&self.healthy) + self.turn.sums.capacity() * 8
+    }
+
     pub(super) fn insert(&mut self, slot: u32, slots: &[Slot]) {
         self.members.insert(slot);
         // Room for the sums of a set that has made them: a pick after updates allocates
@@ -232,7 +247,11 @@ impl HostSet {
         if slots[slot as usize].healthy {
             self.healthy.insert(slot);
         }
-        if self.single && self.first.is_none_or(|f| address(slots, slot) < address(slots, f)) {
+        if self.single
+            && self
+                .first
+                .is_none_or(|f| address(slots, slot) < address(slots, f))
+        {
             self.first = Some(slot);
         }
         self.stale();
@@ -319,93 +338,4 @@ impl HostSet {
 
 fn address(slots: &[Slot], slot: u32) -> &str {
     &slots[slot as usize].address
-}
-
-/// A subset's hosts. Most subsets of a key unique per host hold one host, which needs no set:
-/// such a subset is its slot.
-#[derive(Debug, Clone)]
-pub(super) enum Subset {
-    One(u32),
-    Many(Box<HostSet>),
-}
-
-impl Subset {
-    pub(super) fn new(members: RoaringBitmap, slots: &[Slot], single: bool) -> Subset {
-        match (members.len(), members.min()) {
-            (1, Some(slot)) => Subset::One(slot),
-            _ => Subset::Many(Box::new(HostSet::new(members, slots, single))),
-        }
-    }
-
-    pub(super) fn len(&self) -> u64 {
-        match self {
-            Subset::One(_) => 1,
-            Subset::Many(set) => set.len(),
-        }
-    }
-
-    pub(super) fn members(&self) -> RoaringBitmap {
-        match self {
-            Subset::One(slot) => [*slot].into_iter().collect(),
-            Subset::Many(set) => set.members.clone(),
-        }
-    }
-
-    /// Whether a member is healthy.
-    pub(super) fn any_healthy(&self, slots: &[Slot]) -> bool {
-        match self {
-            Subset::One(slot) => slots[*slot as usize].healthy,
-            Subset::Many(set) => !set.healthy.is_empty(),
-        }
-    }
-
-    pub(super) fn insert(&mut self, slot: u32, slots: &[Slot], single: bool) {
-        match self {
-            Subset::One(first) => {
-                let members = [*first, slot].into_iter().collect();
-                *self = Subset::Many(Box::new(HostSet::new(members, slots, single)));
-            }
-            Subset::Many(set) => set.insert(slot, slots),
-        }
-    }
-
-    /// Removes a member; returns whether the subset is now empty.
-    pub(super) fn remove(&mut self, slot: u32, slots: &[Slot]) -> bool {
-        match self {
-            Subset::One(only) => *only == slot,
-            Subset::Many(set) => {
-                set.remove(slot, slots);
-                set.members.is_empty()
-            }
-        }
-    }
-
-    pub(super) fn set_healthy(&mut self, slot: u32, healthy: bool) {
-        if let Subset::Many(set) = self {
-            set.set_healthy(slot, healthy);
-        }
-    }
-
-    pub(super) fn stale(&mut self) {
-        if let Subset::Many(set) = self {
-            set.stale();
-        }
-    }
-
-    pub(super) fn pick(
-        &mut self,
-        cx: &Context<'_>,
-        rng: &mut Rng,
-        exclude: Option<u32>,
-    ) -> Option<(u32, bool)> {
-        match self {
-            Subset::Many(set) => set.pick(cx, rng, exclude),
-            // As a set of one: unhealthy, it is in panic unless the threshold is 0.
-            Subset::One(slot) => {
-                let healthy = cx.slots[*slot as usize].healthy;
-                let panic = !healthy && cx.panic_threshold > 0;
-                ((healthy || panic) && exclude != Some(*slot)).then_some((*slot, panic))
-            }
-        }
-    }
 }

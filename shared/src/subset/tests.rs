@@ -7,7 +7,7 @@ mod reference;
 use std::collections::{BTreeMap, BTreeSet};
 use std::format;
 use std::string::{String, ToString};
-use std::vec;
+
 use std::vec::Vec;
 
 use proptest::prelude::*;
@@ -311,9 +311,9 @@ pub(super) fn agree(
 /// The addresses of the live hosts of `md`'s subset, as the index holds them.
 fn subset_hosts(lb: &SubsetLb, md: &Metadata) -> Option<BTreeSet<String>> {
     let (kvs, len) = md.kvs();
-    let set = lb.subsets.get(&kvs[..len])?;
+    let members = lb.subsets.members(&kvs[..len])?;
     let address = |s: u32| lb.slots[s as usize].address.to_string();
-    Some(set.members().iter().map(address).collect())
+    Some(members.iter().map(address).collect())
 }
 
 fn check(

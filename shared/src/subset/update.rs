@@ -2,9 +2,7 @@
 
 use alloc::{boxed::Box, vec, vec::Vec};
 
-use roaring::RoaringBitmap;
-
-use super::pick::{HostSet, Subset};
+use super::pick::HostSet;
 use super::{HostId, Slot, SubsetError, SubsetLb};
 use crate::hosttable::{MAX_HOSTS, check_list_subsets, distinct_items, shown, validate_host};
 use crate::{Host, HostTableError, MAX_WEIGHT};
@@ -54,16 +52,12 @@ impl SubsetLb {
         let kvs = self.slots[s as usize].kvs.clone();
         for (selector, subset) in self.memberships(&kvs) {
             let single = self.selectors[selector].single;
-            match self.subsets.get_mut(&subset) {
-                Some(set) => {
-                    self.stats.single_host_collisions += u64::from(single);
-                    set.insert(s, &self.slots, single);
+            match self.subsets.add(&subset, s, &self.slots, single) {
+                true => {
+                    self.stats.subsets_created += 1;
+                    self.stats.subsets_active += 1;
                 }
-                None => {
-                    let members: RoaringBitmap = [s].into_iter().collect();
-                    let set = Subset::new(members, &self.slots, single);
-                    self.insert_subset(subset, set, single);
-                }
+                false => self.stats.single_host_collisions += u64::from(single),
             }
         }
         self.any.insert(s, &self.slots);
@@ -95,15 +89,13 @@ impl SubsetLb {
         self.by_address.remove(address);
         let kvs = core::mem::take(&mut self.slots[s as usize].kvs);
         for (selector, subset) in self.memberships(&kvs) {
-            let Some(set) = self.subsets.get_mut(&subset) else {
+            let Some(empty) = self.subsets.remove(&subset, s, &self.slots) else {
                 continue;
             };
-            let empty = set.remove(s, &self.slots);
             if self.selectors[selector].single && !empty {
                 self.stats.single_host_collisions -= 1;
             }
             if empty {
-                self.subsets.remove(&subset);
                 self.stats.subsets_removed += 1;
                 self.stats.subsets_active -= 1;
             }
@@ -129,7 +121,7 @@ impl SubsetLb {
             return Ok(());
         }
         self.slots[s as usize].healthy = healthy;
-        self.each_set_of(s, |set| set.set_healthy(s, healthy), |set| set.set_healthy(s, healthy));
+        self.each_set_of(s, |set| set.set_healthy(s, healthy));
         Ok(())
     }
 
@@ -149,9 +141,10 @@ impl SubsetLb {
         if old == weight {
             return Ok(());
         }
-        self.weighted_hosts = self.weighted_hosts + usize::from(weight != 1) - usize::from(old != 1);
+        self.weighted_hosts =
+            self.weighted_hosts + usize::from(weight != 1) - usize::from(old != 1);
         self.slots[index].weight = weight;
-        self.each_set_of(s, Subset::stale, HostSet::stale);
+        self.each_set_of(s, HostSet::stale);
         Ok(())
     }
 
@@ -160,18 +153,11 @@ impl SubsetLb {
         slot.ok_or_else(|| SubsetError::UnknownHost(shown(address)))
     }
 
-    /// Calls `subset` on every subset holding the host of slot `s`, `f` on the other sets.
-    fn each_set_of(
-        &mut self,
-        s: u32,
-        mut subset: impl FnMut(&mut Subset),
-        mut f: impl FnMut(&mut HostSet),
-    ) {
+    /// Calls `f` on every set holding the host of slot `s` (one-host subsets keep none).
+    fn each_set_of(&mut self, s: u32, mut f: impl FnMut(&mut HostSet)) {
         let kvs = self.slots[s as usize].kvs.clone();
         for (_, kvs) in self.memberships(&kvs) {
-            if let Some(set) = self.subsets.get_mut(&kvs) {
-                subset(set);
-            }
+            self.subsets.with_set(&kvs, &mut f);
         }
         f(&mut self.any);
         if let Some((_, set)) = &mut self.default

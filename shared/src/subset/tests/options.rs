@@ -242,7 +242,11 @@ fn fallback_on_unhealthy_skips_a_subset_without_healthy_hosts() {
             true => (set(&["h2"]), Some(Fallback::DefaultSubset)),
             false => (set(&["h1"]), Some(Fallback::None)),
         };
-        assert_eq!(picks(&mut lb, &request, 10), expected, "fallback_on_unhealthy {on}");
+        assert_eq!(
+            picks(&mut lb, &request, 10),
+            expected,
+            "fallback_on_unhealthy {on}"
+        );
         // Healthy again: the subset serves again.
         lb.set_healthy("http://h1", true).unwrap();
         assert_eq!(picks(&mut lb, &request, 10).0, set(&["h1"]));

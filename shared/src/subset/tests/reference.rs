@@ -117,8 +117,7 @@ impl Reference<'_> {
         {
             let members = self.members(&md);
             // `fallback_on_unhealthy`: a subset with no healthy host is no match.
-            let unusable =
-                selector.fallback_on_unhealthy && members.iter().all(|h| !h.healthy);
+            let unusable = selector.fallback_on_unhealthy && members.iter().all(|h| !h.healthy);
             if !members.is_empty() && !unusable {
                 let single = selector.single_host_per_subset;
                 return self.pick(&members, single, Fallback::None, exclude);
