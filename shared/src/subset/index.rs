@@ -1,9 +1,8 @@
-//! Building the index of a table: one pass over the hosts interns their labels and fills a
-//! bitmap of hosts per key=value (the postings, kept only while building); then each
-//! selector's subsets are the non-empty intersections of one value bitmap per key, found
-//! depth-first over the selector's keys. Where a key has more values than the hosts left to
-//! split (a key nearly unique per host), the hosts are grouped by their values instead of
-//! intersecting every value's bitmap.
+//! Building the index of a table: one pass over the hosts interns their labels; then, per
+//! selector, one pass over the hosts puts each in the group of its values, in host order, so
+//! each group becomes its subset's bitmap as it stands. A selector whose value combinations
+//! are few enough to count (the product of its keys' value counts) groups in an array indexed
+//! by that combination; others, and hosts listing several values (`list_as_any`), in a map.
 
 use alloc::{boxed::Box, vec::Vec};
 
@@ -37,7 +36,6 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         stats: SubsetStats::default(),
     };
     lb.intern_config(config);
-    let mut postings = Vec::new();
     for (index, host) in table.hosts.iter().enumerate() {
         // What the index relies on, checked even in a table validated before: weights it
         // divides by, addresses it finds hosts by, the subsets lists make.
@@ -61,11 +59,6 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         lb.lists_allow(index, host)?;
         let slot = lb.slots.len() as u32;
         let kvs = lb.intern_labels(host.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        postings.resize_with(lb.names.kv_count(), RoaringBitmap::new);
-        for &kv in &kvs {
-            // Slots ascend: each one appends.
-            postings[kv as usize].insert(slot);
-        }
         lb.by_address.insert(host.address.as_str().into(), slot);
         lb.weighted_hosts += usize::from(host.weight != 1);
         lb.slots.push(Slot {
@@ -81,22 +74,15 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
     let all = RoaringBitmap::from_sorted_iter(0..lb.slots.len() as u32).unwrap_or_default();
     lb.any = HostSet::new(all.clone(), &lb.slots, false);
     for s in 0..lb.selectors.len() {
-        let keys = lb.selectors[s].keys.clone();
         // Selectors repeating another's keys add no subsets.
-        if lb.selector_of.get(&keys) != Some(&(s as u8)) {
-            continue;
+        if lb.selector_of.get(&lb.selectors[s].keys) == Some(&(s as u8)) {
+            lb.group(s);
         }
-        let mut kvs = Vec::with_capacity(keys.len());
-        lb.split(&postings, s, &keys, &all, &mut kvs);
     }
     if let Some((kvs, _)) = &lb.default {
-        let mut members = all.clone();
-        for &kv in kvs.iter() {
-            match postings.get(kv as usize) {
-                Some(hosts) => members &= hosts,
-                None => members.clear(),
-            }
-        }
+        let carries = |slot: &Slot| kvs.iter().all(|kv| slot.kvs.binary_search(kv).is_ok());
+        let members = (0..lb.slots.len() as u32).filter(|&s| carries(&lb.slots[s as usize]));
+        let members = RoaringBitmap::from_sorted_iter(members).unwrap_or_default();
         let kvs = kvs.clone();
         lb.default = Some((kvs, HostSet::new(members, &lb.slots, false)));
     }
@@ -186,53 +172,72 @@ impl SubsetLb {
         kvs.into_boxed_slice()
     }
 
-    /// Adds the subsets of selector `s` below `kvs` (values of the keys before `keys`) among
-    /// `candidates`, which carry every pair of `kvs`.
-    fn split(
-        &mut self,
-        postings: &[RoaringBitmap],
-        s: usize,
-        keys: &[u32],
-        candidates: &RoaringBitmap,
-        kvs: &mut Vec<u32>,
-    ) {
-        let Some((&key, rest)) = keys.split_first() else {
-            let single = self.selectors[s].single;
+    /// Adds the subsets of selector `s`.
+    fn group(&mut self, s: usize) {
+        let keys = &self.selectors[s].keys;
+        let radices: Vec<u64> = keys
+            .iter()
+            .map(|&k| self.names.values_of(k).len() as u64)
+            .collect();
+        let combinations = radices.iter().try_fold(1u64, |n, &r| n.checked_mul(r));
+        let dense = combinations.filter(|&n| n <= 4 * self.slots.len() as u64 + 64);
+        let groups: Vec<(Box<[u32]>, Vec<u32>)> = match dense {
+            Some(n) if !self.options.list_as_any => self.group_dense(keys, &radices, n as usize),
+            _ => self.group_sparse(s),
+        };
+        let single = self.selectors[s].single;
+        for (kvs, members) in groups {
+            let members = RoaringBitmap::from_sorted_iter(members).unwrap_or_default();
             if single {
-                self.stats.single_host_collisions += candidates.len().saturating_sub(1);
+                self.stats.single_host_collisions += members.len().saturating_sub(1);
             }
-            self.subsets
-                .insert(kvs, candidates.clone(), &self.slots, single);
+            self.subsets.insert(&kvs, members, &self.slots, single);
             self.stats.subsets_created += 1;
             self.stats.subsets_active += 1;
-            return;
-        };
-        for (kv, members) in self.by_value(postings, key, candidates) {
-            kvs.push(kv);
-            self.split(postings, s, rest, &members, kvs);
-            kvs.pop();
         }
     }
 
-    /// The hosts of `candidates` by their value of `key`, each value with at least one host.
-    fn by_value(
+    /// Groups by the combination's position among all `combinations` (mixed radix).
+    fn group_dense(
         &self,
-        postings: &[RoaringBitmap],
-        key: u32,
-        candidates: &RoaringBitmap,
-    ) -> Vec<(u32, RoaringBitmap)> {
-        if self.names.value_count(key) as u64 <= candidates.len() {
-            let values = self.names.values_of(key);
-            let hosts = |kv: u32| postings.get(kv as usize).map(|p| candidates & p);
-            let split = values.map(|kv| (kv, hosts(kv).unwrap_or_default()));
-            return split.filter(|(_, members)| !members.is_empty()).collect();
+        keys: &[u32],
+        radices: &[u64],
+        combinations: usize,
+    ) -> Vec<(Box<[u32]>, Vec<u32>)> {
+        let mut groups: Vec<Vec<u32>> = alloc::vec![Vec::new(); combinations];
+        'hosts: for (slot, host) in self.slots.iter().enumerate() {
+            let mut at = 0u64;
+            for (&key, &radix) in keys.iter().zip(radices) {
+                let Some(&kv) = host.kvs.iter().find(|&&kv| self.names.kv_key(kv) == key) else {
+                    continue 'hosts;
+                };
+                at = at * radix + u64::from(self.names.kv_index(kv));
+            }
+            groups[at as usize].push(slot as u32);
         }
-        // Fewer hosts than values: group the hosts, not the values.
-        let mut groups: IdMap<u32, RoaringBitmap> = IdMap::default();
-        for slot in candidates {
-            let kvs = self.slots[slot as usize].kvs.iter();
-            for &kv in kvs.filter(|&&kv| self.names.kv_key(kv) == key) {
-                groups.entry(kv).or_default().insert(slot);
+        let kvs_at = |mut at: u64| {
+            let mut kvs = alloc::vec![0; keys.len()];
+            for (i, (&key, &radix)) in keys.iter().zip(radices).enumerate().rev() {
+                kvs[i] = self.names.values_of(key)[(at % radix) as usize];
+                at /= radix;
+            }
+            kvs.into_boxed_slice()
+        };
+        let groups = groups
+            .into_iter()
+            .enumerate()
+            .filter(|(_, g)| !g.is_empty());
+        groups.map(|(at, g)| (kvs_at(at as u64), g)).collect()
+    }
+
+    /// Groups in a map by the combinations each host has (several with `list_as_any`).
+    fn group_sparse(&self, s: usize) -> Vec<(Box<[u32]>, Vec<u32>)> {
+        let mut groups: IdMap<Box<[u32]>, Vec<u32>> = IdMap::default();
+        for (slot, host) in self.slots.iter().enumerate() {
+            for (selector, kvs) in self.memberships(&host.kvs) {
+                if selector == s {
+                    groups.entry(kvs).or_default().push(slot as u32);
+                }
             }
         }
         groups.into_iter().collect()

@@ -17,8 +17,11 @@ pub(super) struct Names {
     key_text: Vec<Box<str>>,
     /// Per key id: value text to key=value id.
     values: Vec<TextMap<u32>>,
-    /// Per key=value id: its key id.
+    /// Per key=value id: its key id, and its position among its key's values.
     kv_key: Vec<u32>,
+    kv_index: Vec<u32>,
+    /// Per key id: its key=value ids, by position.
+    key_values: Vec<Vec<u32>>,
 }
 
 impl Names {
@@ -34,6 +37,7 @@ impl Names {
         self.keys.insert(key.into(), id);
         self.key_text.push(key.into());
         self.values.push(TextMap::default());
+        self.key_values.push(Vec::new());
         id
     }
 
@@ -49,6 +53,9 @@ impl Names {
         let id = self.kv_key.len() as u32;
         self.values[key as usize].insert(value.into(), id);
         self.kv_key.push(key);
+        let values = &mut self.key_values[key as usize];
+        self.kv_index.push(values.len() as u32);
+        values.push(id);
         id
     }
 
@@ -60,13 +67,14 @@ impl Names {
         &self.key_text[key as usize]
     }
 
-    /// The key=value ids of `key`.
-    pub(super) fn values_of(&self, key: u32) -> impl Iterator<Item = u32> + '_ {
-        self.values[key as usize].values().copied()
+    /// The key=value ids of `key`, by position.
+    pub(super) fn values_of(&self, key: u32) -> &[u32] {
+        &self.key_values[key as usize]
     }
 
-    pub(super) fn value_count(&self, key: u32) -> usize {
-        self.values[key as usize].len()
+    /// The position of key=value `kv` among its key's values.
+    pub(super) fn kv_index(&self, kv: u32) -> u32 {
+        self.kv_index[kv as usize]
     }
 
     pub(super) fn key_count(&self) -> usize {
