@@ -73,10 +73,11 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
     }
     let all = RoaringBitmap::from_sorted_iter(0..lb.slots.len() as u32).unwrap_or_default();
     lb.any = HostSet::new(all.clone(), &lb.slots, false);
+    let values = Values::of(&lb);
     for s in 0..lb.selectors.len() {
         // Selectors repeating another's keys add no subsets.
         if lb.selector_of.get(&lb.selectors[s].keys) == Some(&(s as u8)) {
-            lb.group(s);
+            lb.group(s, &values);
         }
     }
     if let Some((kvs, _)) = &lb.default {
@@ -173,7 +174,7 @@ impl SubsetLb {
     }
 
     /// Adds the subsets of selector `s`.
-    fn group(&mut self, s: usize) {
+    fn group(&mut self, s: usize, values: &Values) {
         let keys = &self.selectors[s].keys;
         let radices: Vec<u64> = keys
             .iter()
@@ -182,7 +183,9 @@ impl SubsetLb {
         let combinations = radices.iter().try_fold(1u64, |n, &r| n.checked_mul(r));
         let dense = combinations.filter(|&n| n <= 4 * self.slots.len() as u64 + 64);
         let groups: Vec<(Box<[u32]>, Vec<u32>)> = match dense {
-            Some(n) if !self.options.list_as_any => self.group_dense(keys, &radices, n as usize),
+            Some(n) if !self.options.list_as_any => {
+                self.group_dense(values, keys, &radices, n as usize)
+            }
             _ => self.group_sparse(s),
         };
         let single = self.selectors[s].single;
@@ -200,18 +203,20 @@ impl SubsetLb {
     /// Groups by the combination's position among all `combinations` (mixed radix).
     fn group_dense(
         &self,
+        values: &Values,
         keys: &[u32],
         radices: &[u64],
         combinations: usize,
     ) -> Vec<(Box<[u32]>, Vec<u32>)> {
         let mut groups: Vec<Vec<u32>> = alloc::vec![Vec::new(); combinations];
-        'hosts: for (slot, host) in self.slots.iter().enumerate() {
+        let columns: Vec<usize> = keys.iter().map(|&k| values.column[k as usize]).collect();
+        'hosts: for (slot, row) in values.rows().enumerate() {
             let mut at = 0u64;
-            for (&key, &radix) in keys.iter().zip(radices) {
-                let Some(&kv) = host.kvs.iter().find(|&&kv| self.names.kv_key(kv) == key) else {
+            for (&column, &radix) in columns.iter().zip(radices) {
+                let Some(index) = row[column] else {
                     continue 'hosts;
                 };
-                at = at * radix + u64::from(self.names.kv_index(kv));
+                at = at * radix + u64::from(index);
             }
             groups[at as usize].push(slot as u32);
         }
@@ -241,5 +246,45 @@ impl SubsetLb {
             }
         }
         groups.into_iter().collect()
+    }
+}
+
+/// Each host's value of each selector key, as its position among the key's values: what the
+/// grouping reads, host by host, instead of searching each host's labels per selector.
+struct Values {
+    /// Per key id, its column (keys no selector has share a column nobody reads).
+    column: Vec<usize>,
+    width: usize,
+    cells: Vec<Option<u32>>,
+}
+
+impl Values {
+    fn of(lb: &SubsetLb) -> Values {
+        let mut column = alloc::vec![0; lb.names.key_count()];
+        let mut width = 1;
+        for selector in &lb.selectors {
+            for &key in selector.keys.iter() {
+                if column[key as usize] == 0 {
+                    column[key as usize] = width;
+                    width += 1;
+                }
+            }
+        }
+        let mut cells = alloc::vec![None; lb.slots.len() * width];
+        for (row, host) in cells.chunks_exact_mut(width).zip(&lb.slots) {
+            for &kv in host.kvs.iter() {
+                row[column[lb.names.kv_key(kv) as usize]] = Some(lb.names.kv_index(kv));
+            }
+            row[0] = None;
+        }
+        Values {
+            column,
+            width,
+            cells,
+        }
+    }
+
+    fn rows(&self) -> impl Iterator<Item = &[Option<u32>]> {
+        self.cells.chunks_exact(self.width)
     }
 }
