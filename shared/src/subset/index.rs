@@ -74,10 +74,12 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
     let all = RoaringBitmap::from_sorted_iter(0..lb.slots.len() as u32).unwrap_or_default();
     lb.any = HostSet::new(all.clone(), &lb.slots, false);
     let values = Values::of(&lb);
+    let unhealthy = lb.slots.iter().enumerate().filter(|(_, s)| !s.healthy);
+    let unhealthy: RoaringBitmap = unhealthy.map(|(slot, _)| slot as u32).collect();
     for s in 0..lb.selectors.len() {
         // Selectors repeating another's keys add no subsets.
         if lb.selector_of.get(&lb.selectors[s].keys) == Some(&(s as u8)) {
-            lb.group(s, &values);
+            lb.group(s, &values, &unhealthy);
         }
     }
     if let Some((kvs, _)) = &lb.default {
@@ -174,7 +176,7 @@ impl SubsetLb {
     }
 
     /// Adds the subsets of selector `s`.
-    fn group(&mut self, s: usize, values: &Values) {
+    fn group(&mut self, s: usize, values: &Values, unhealthy: &RoaringBitmap) {
         let keys = &self.selectors[s].keys;
         let radices: Vec<u64> = keys
             .iter()
@@ -194,7 +196,8 @@ impl SubsetLb {
             if single {
                 self.stats.single_host_collisions += members.len().saturating_sub(1);
             }
-            self.subsets.insert(&kvs, members, &self.slots, single);
+            self.subsets
+                .insert(&kvs, members, unhealthy, &self.slots, single);
             self.stats.subsets_created += 1;
             self.stats.subsets_active += 1;
         }

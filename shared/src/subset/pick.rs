@@ -210,8 +210,19 @@ pub(super) struct Context<'a> {
 impl HostSet {
     pub(super) fn new(members: RoaringBitmap, slots: &[Slot], single: bool) -> HostSet {
         let healthy = members.iter().filter(|&s| slots[s as usize].healthy);
+        let healthy = RoaringBitmap::from_sorted_iter(healthy).unwrap_or_default();
+        HostSet::with_healthy(members, healthy, slots, single)
+    }
+
+    /// A set whose healthy members are known.
+    pub(super) fn with_healthy(
+        members: RoaringBitmap,
+        healthy: RoaringBitmap,
+        slots: &[Slot],
+        single: bool,
+    ) -> HostSet {
         let mut set = HostSet {
-            healthy: RoaringBitmap::from_sorted_iter(healthy).unwrap_or_default(),
+            healthy,
             members,
             single,
             ..HostSet::default()

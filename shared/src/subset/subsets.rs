@@ -57,17 +57,22 @@ impl Subsets {
         self.get(kvs).is_some()
     }
 
-    /// Records a new subset of `members` (at least one).
+    /// Records a new subset of `members` (at least one), none of them in `unhealthy`.
     pub(super) fn insert(
         &mut self,
         kvs: &[u32],
         members: RoaringBitmap,
+        unhealthy: &RoaringBitmap,
         slots: &[Slot],
         single: bool,
     ) {
         let subset = match (members.len(), members.min()) {
             (1, Some(slot)) => Subset::One(slot),
-            _ => Subset::Many(self.store(HostSet::new(members, slots, single))),
+            _ => {
+                let healthy = &members - unhealthy;
+                let set = HostSet::with_healthy(members, healthy, slots, single);
+                Subset::Many(self.store(set))
+            }
         };
         self.put(kvs, subset);
     }
