@@ -71,9 +71,10 @@ mod update;
 pub(crate) mod tests;
 
 use alloc::{boxed::Box, vec::Vec};
+use core::hash::BuildHasher;
 
 use foldhash::fast::FixedState;
-use hashbrown::HashMap;
+use hashbrown::{HashMap, HashTable};
 
 pub use apply::Applied;
 pub use error::SubsetError;
@@ -81,7 +82,7 @@ pub use metadata::{METADATA_CAPACITY, Metadata};
 pub use request_keys::RequestKeys;
 
 use crate::{FallbackPolicy, HostTable, LbPolicy, SelectorFallback};
-use names::{Names, TextMap};
+use names::Names;
 use pick::HostSet;
 use subsets::Subsets;
 
@@ -207,7 +208,9 @@ pub struct SubsetLb {
     default: Option<(Box<[u32]>, HostSet)>,
     metadata_fallbacks: Vec<Metadata>,
     slots: Vec<Slot>,
-    by_address: TextMap<u32>,
+    /// Slots by their host's address (hashed; the text is the slot's).
+    addresses: HashTable<u32>,
+    hasher: FixedState,
     free_slots: Vec<u32>,
     /// Live hosts whose weight is not 1: while none, picks ignore weights.
     weighted_hosts: usize,
@@ -315,7 +318,7 @@ impl SubsetLb {
 
     /// The host with `address`.
     pub fn host_id(&self, address: &str) -> Option<HostId> {
-        self.by_address.get(address).map(|&s| self.id(s))
+        self.find(address).map(|s| self.id(s))
     }
 
     /// Number of hosts.
@@ -335,6 +338,31 @@ impl SubsetLb {
     /// or the names.
     pub fn index_heap_bytes(&self) -> usize {
         self.subsets.heap_bytes() + self.any.heap_bytes()
+    }
+
+    /// The slot of the host with `address`.
+    fn find(&self, address: &str) -> Option<u32> {
+        let hash = self.hasher.hash_one(address);
+        let slots = &self.slots;
+        let found = self
+            .addresses
+            .find(hash, |&s| *slots[s as usize].address == *address);
+        found.copied()
+    }
+
+    /// Makes the host of `slot` findable by its address.
+    fn index_address(&mut self, slot: u32) {
+        let (hasher, slots) = (&self.hasher, &self.slots);
+        let hash = |s: &u32| hasher.hash_one(&*slots[*s as usize].address);
+        self.addresses.insert_unique(hash(&slot), slot, hash);
+    }
+
+    /// Stops finding the host of `slot` by its address.
+    fn unindex_address(&mut self, slot: u32) {
+        let hash = self.hasher.hash_one(&*self.slots[slot as usize].address);
+        if let Ok(entry) = self.addresses.find_entry(hash, |&s| s == slot) {
+            entry.remove();
+        }
     }
 
     fn id(&self, slot: u32) -> HostId {

@@ -74,9 +74,9 @@ impl SubsetLb {
         let steps: Vec<Step> = delta
             .upserts
             .iter()
-            .map(|host| match self.by_address.get(host.address.as_str()) {
+            .map(|host| match self.find(&host.address) {
                 None => Step::Add,
-                Some(&s) if self.same_labels(s, host, &routing) => Step::Update,
+                Some(s) if self.same_labels(s, host, &routing) => Step::Update,
                 Some(_) => Step::Relabel,
             })
             .collect();

@@ -6,10 +6,12 @@
 
 use alloc::{boxed::Box, vec::Vec};
 
+use foldhash::fast::FixedState;
+use hashbrown::HashTable;
 use roaring::RoaringBitmap;
 
 use super::metadata::Metadata;
-use super::names::{Names, TextMap};
+use super::names::Names;
 use super::pick::HostSet;
 use super::subsets::Subsets;
 use super::{IdMap, Options, Selector, Slot, SubsetError, SubsetLb, SubsetStats, request_keys};
@@ -30,7 +32,8 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         default: None,
         metadata_fallbacks: Vec::new(),
         slots: Vec::with_capacity(table.hosts.len()),
-        by_address: TextMap::default(),
+        addresses: HashTable::new(),
+        hasher: FixedState::default(),
         free_slots: Vec::new(),
         weighted_hosts: 0,
         stats: SubsetStats::default(),
@@ -39,7 +42,7 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
     for (index, host) in table.hosts.iter().enumerate() {
         // What the index relies on, checked even in a table validated before: weights it
         // divides by, addresses it finds hosts by, the subsets lists make.
-        if let Some(&first) = lb.by_address.get(host.address.as_str()) {
+        if let Some(first) = lb.find(&host.address) {
             let address = shown(&host.address);
             let first = first as usize;
             return Err(HostTableError::DuplicateAddress {
@@ -59,7 +62,6 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         lb.lists_allow(index, host)?;
         let slot = lb.slots.len() as u32;
         let kvs = lb.intern_labels(host.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        lb.by_address.insert(host.address.as_str().into(), slot);
         lb.weighted_hosts += usize::from(host.weight != 1);
         lb.slots.push(Slot {
             address: host.address.as_str().into(),
@@ -70,6 +72,7 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
             generation: 0,
             active: 0,
         });
+        lb.index_address(slot);
     }
     let all = RoaringBitmap::from_sorted_iter(0..lb.slots.len() as u32).unwrap_or_default();
     lb.any = HostSet::new(all.clone(), &lb.slots, false);

@@ -17,7 +17,7 @@ impl SubsetLb {
     pub(super) fn add(&mut self, host: &Host) -> Result<HostId, SubsetError> {
         validate_host(self.len(), host)?;
         self.lists_allow(self.len(), host)?;
-        if self.by_address.contains_key(host.address.as_str()) {
+        if self.find(&host.address).is_some() {
             return Err(SubsetError::DuplicateAddress(host.address.clone()));
         }
         if self.len() >= MAX_HOSTS {
@@ -47,7 +47,7 @@ impl SubsetLb {
                 self.slots.len() as u32 - 1
             }
         };
-        self.by_address.insert(host.address.as_str().into(), s);
+        self.index_address(s);
         self.weighted_hosts += usize::from(host.weight != 1);
         let kvs = self.slots[s as usize].kvs.clone();
         for (selector, subset) in self.memberships(&kvs) {
@@ -86,7 +86,7 @@ impl SubsetLb {
     /// Removes the host with `address`; subsets left without hosts are dropped.
     pub fn remove_host(&mut self, address: &str) -> Result<(), SubsetError> {
         let s = self.known(address)?;
-        self.by_address.remove(address);
+        self.unindex_address(s);
         let kvs = core::mem::take(&mut self.slots[s as usize].kvs);
         for (selector, subset) in self.memberships(&kvs) {
             let Some(empty) = self.subsets.remove(&subset, s, &self.slots) else {
@@ -149,7 +149,7 @@ impl SubsetLb {
     }
 
     pub(super) fn known(&self, address: &str) -> Result<u32, SubsetError> {
-        let slot = self.by_address.get(address).copied();
+        let slot = self.find(address);
         slot.ok_or_else(|| SubsetError::UnknownHost(shown(address)))
     }
 
