@@ -32,7 +32,7 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         default: None,
         metadata_fallbacks: Vec::new(),
         slots: Vec::with_capacity(table.hosts.len()),
-        addresses: HashTable::new(),
+        addresses: HashTable::with_capacity(table.hosts.len()),
         hasher: FixedState::default(),
         free_slots: Vec::new(),
         weighted_hosts: 0,
