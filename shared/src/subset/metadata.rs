@@ -136,15 +136,4 @@ impl Metadata {
         keys.iter()
             .all(|k| pairs.binary_search_by_key(k, |&(key, _)| key).is_ok())
     }
-
-    /// Whether the keys set are exactly `keys` (sorted).
-    pub(super) fn keys_are(&self, keys: &[u32]) -> bool {
-        !self.has_foreign_key()
-            && keys.len() == self.len()
-            && self
-                .pairs()
-                .iter()
-                .zip(keys)
-                .all(|(&(k, _), key)| k == *key)
-    }
 }

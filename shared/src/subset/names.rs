@@ -80,8 +80,4 @@ impl Names {
     pub(super) fn key_count(&self) -> usize {
         self.key_text.len()
     }
-
-    pub(super) fn kv_count(&self) -> usize {
-        self.kv_key.len()
-    }
 }

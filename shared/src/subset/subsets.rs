@@ -48,11 +48,6 @@ impl Subsets {
         };
     }
 
-    /// Number of subsets.
-    pub(super) fn len(&self) -> usize {
-        self.one_key.len() + self.keys.len()
-    }
-
     pub(super) fn contains(&self, kvs: &[u32]) -> bool {
         self.get(kvs).is_some()
     }
