@@ -270,8 +270,8 @@ fn read_table(path: &Path) -> anyhow::Result<HostTable> {
     let mut table: HostTable = toml::from_str(&text).context("parsing")?;
     table.normalize_addresses();
     table.validate().context("validating")?;
-    // Served in address order: workers then index it without hashing every address, and a
-    // file whose hosts only moved is no change (the fingerprint is of the sorted table).
+    // Served in address order: a file whose hosts only moved is no change (the fingerprint
+    // is of the sorted table).
     table.sort_hosts();
     // An empty file is far more often a truncated write than a wish to route nowhere.
     anyhow::ensure!(

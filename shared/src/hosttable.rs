@@ -31,7 +31,7 @@ mod delta;
 mod error;
 mod validate;
 mod view;
-mod wire;
+pub(crate) mod wire;
 
 #[cfg(test)]
 mod tests;
@@ -47,13 +47,8 @@ pub use validate::{
     MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_LIST_SUBSETS, MAX_METADATA_FALLBACKS,
     MAX_SELECTOR_KEYS, MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
-pub(crate) use validate::{
-    address_fits, before, check_list_subsets, config as validate_config, distinct_items,
-    host as validate_host, host_fits_but_labels, label_count_fits, label_fits, list_items,
-    parts as validate_parts, scan_addresses, weight_fits,
-};
+pub(crate) use validate::{check_list_subsets, distinct_items, host as validate_host, list_items};
 pub(crate) use view::HostView;
-pub(crate) use wire::{Columns, Dictionary};
 
 /// Media type of [`HostTable::encode`]'s bytes, as `GET /v1/hosts` serves them.
 pub const HOST_TABLE_MEDIA_TYPE: &str = "application/x-edgewise-hosts";
@@ -66,8 +61,7 @@ pub struct HostTable {
     /// the daemon's file (0: the daemon derives one from the content).
     #[serde(default)]
     pub version: u64,
-    /// The hosts, each address at most once; in any order, though in address order (as the
-    /// daemon serves them, see [`HostTable::sort_hosts`]) the load balancer is built faster.
+    /// The hosts, each address at most once, in any order.
     #[serde(default)]
     pub hosts: Vec<Host>,
     /// Subset selectors, fallbacks and the load balancing policy inside a subset.
@@ -100,9 +94,8 @@ pub struct Host {
     pub healthy: bool,
     /// String labels matched by the subset selectors (Envoy's `envoy.lb` metadata). With
     /// [`SubsetConfig::list_as_any`], a comma-separated value is a list of values.
-    // Archived as a flat vector of entries in key order, not rkyv's B-tree: the in-place
-    // build reads every host's labels once, in order, and walking 100k archived B-trees was
-    // 16% of it (the order is checked there, as it was for the tree).
+    // Archived (in a delta) as a flat vector of entries, not rkyv's B-tree: read once, in
+    // order (checked to ascend, see `HostView::ORDERED`).
     #[serde(default)]
     #[rkyv(with = rkyv::with::AsVec)]
     pub labels: BTreeMap<String, String>,
@@ -183,28 +176,21 @@ fn default_healthy() -> bool {
 
 impl HostTable {
     /// The table's bytes, the body of `GET /v1/hosts` (see [`HOST_TABLE_MEDIA_TYPE`]): a
-    /// header naming the format, then an rkyv archive of the table as columns, each label key
-    /// and key=value pair stored once. Validates first, so that nothing the worker would
-    /// refuse is ever served.
+    /// header naming the format, then an rkyv archive of the table with its labels interned.
+    /// Validates first, so that nothing the worker would refuse is ever served.
     pub fn encode(&self) -> Result<Vec<u8>, HostTableError> {
         self.validate()?;
         wire::encode(self)
     }
 
-    /// Reads bytes made by [`HostTable::encode`]: the header, then the archive checked byte by
-    /// byte (bytecheck) and its columns against each other before anything is read from it,
-    /// then the table [`HostTable::validate`]d. The load balancer reads them without this
-    /// step: [`SubsetLb::decode`](crate::SubsetLb::decode).
+    /// Reads bytes made by [`HostTable::encode`], checked as [`HostTable::validate`] checks a
+    /// table. The load balancer reads them in place: [`SubsetLb::decode`](crate::SubsetLb::decode).
     pub fn decode(bytes: &[u8]) -> Result<HostTable, HostTableError> {
-        let aligned = table_archive(bytes)?;
-        let table = Columns::new(aligned.access()?)?.to_table()?;
-        table.validate()?;
-        Ok(table)
+        wire::read(bytes, true, |table| table.to_table())
     }
 
-    /// Puts the hosts in address order, as the daemon serves its tables: the order in which
-    /// [`SubsetLb`](crate::SubsetLb) proves addresses unique in one sequential pass instead of
-    /// hashing each (a third of a build at 100k hosts). Routing is the same in any order.
+    /// Puts the hosts in address order, as the daemon serves its tables: the same hosts in any
+    /// order of its file give the same bytes. Routing is the same in any order.
     pub fn sort_hosts(&mut self) {
         self.hosts
             .sort_unstable_by(|a, b| a.address.cmp(&b.address));
@@ -237,18 +223,12 @@ impl HostTable {
     /// [`HostTable::encode`] without the validation, for tests of what decoders refuse.
     #[cfg(test)]
     pub(crate) fn encode_unchecked(&self) -> Vec<u8> {
-        wire::encode(self).unwrap()
-    }
-
-    /// [`HostTable::encode`] as an encoder other than this one may write it: a pair per label,
-    /// in the hosts' order, repeated as often as hosts share it.
-    #[cfg(test)]
-    pub(crate) fn encode_pair_per_label(&self) -> Vec<u8> {
-        wire::encode_pair_per_label(self)
+        encode_unchecked(self).unwrap()
     }
 }
 
-/// The archive in a table's bytes, at an address it can be read at.
-pub(crate) fn table_archive(bytes: &[u8]) -> Result<Aligned<'_>, HostTableError> {
-    wire::unframe(&wire::TABLE_MAGIC, bytes).map(Aligned::new)
+/// [`HostTable::encode`] without the validation (the caller has, or a test wants bytes the
+/// decoders refuse).
+pub(crate) fn encode_unchecked(table: &HostTable) -> Result<Vec<u8>, HostTableError> {
+    wire::encode(table)
 }

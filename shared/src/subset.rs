@@ -81,6 +81,7 @@ pub use error::SubsetError;
 pub use metadata::{METADATA_CAPACITY, Metadata};
 pub use request_keys::RequestKeys;
 
+use crate::hosttable::wire;
 use crate::{FallbackPolicy, HostTable, LbPolicy, SelectorFallback};
 use names::Names;
 use pick::HostSet;
@@ -199,6 +200,8 @@ pub struct SubsetLb {
     options: Options,
     names: Names,
     selectors: Vec<Selector>,
+    /// Whether a selector sets `fallback_on_unhealthy`: else lookups need not find theirs.
+    on_unhealthy: bool,
     /// Selector by its key ids.
     selector_of: IdMap<Box<[u32]>, u8>,
     /// Subsets by their key=value ids in key order.
@@ -226,12 +229,15 @@ impl SubsetLb {
 
     /// Builds the index of a table [`HostTable::validate`] accepted.
     pub fn build_validated(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-        index::build(table)
+        // One build path: from the table's encoding, as the daemon serves it.
+        let bytes = crate::hosttable::encode_unchecked(table)?;
+        wire::read(&bytes, false, index::build)?
     }
 
-    /// Builds the index of the daemon's table bytes ([`HostTable::encode`]).
+    /// Builds the index of the daemon's table bytes ([`HostTable::encode`]), read in place and
+    /// checked as [`HostTable::decode`] checks them.
     pub fn decode(bytes: &[u8]) -> Result<SubsetLb, SubsetError> {
-        SubsetLb::build_validated(&HostTable::decode(bytes)?)
+        wire::read(bytes, true, index::build)?
     }
 
     /// The table version the index holds.
@@ -342,7 +348,11 @@ impl SubsetLb {
 
     /// The slot of the host with `address`.
     fn find(&self, address: &str) -> Option<u32> {
-        let hash = self.hasher.hash_one(address);
+        self.find_hashed(self.hasher.hash_one(address), address)
+    }
+
+    /// [`SubsetLb::find`] of an address whose hash is known.
+    fn find_hashed(&self, hash: u64, address: &str) -> Option<u32> {
         let slots = &self.slots;
         let found = self
             .addresses
@@ -352,9 +362,15 @@ impl SubsetLb {
 
     /// Makes the host of `slot` findable by its address.
     fn index_address(&mut self, slot: u32) {
+        let hash = self.hasher.hash_one(&*self.slots[slot as usize].address);
+        self.index_address_hashed(hash, slot);
+    }
+
+    /// [`SubsetLb::index_address`] with the address's hash.
+    fn index_address_hashed(&mut self, hash: u64, slot: u32) {
         let (hasher, slots) = (&self.hasher, &self.slots);
-        let hash = |s: &u32| hasher.hash_one(&*slots[*s as usize].address);
-        self.addresses.insert_unique(hash(&slot), slot, hash);
+        let rehash = |s: &u32| hasher.hash_one(&*slots[*s as usize].address);
+        self.addresses.insert_unique(hash, slot, rehash);
     }
 
     /// Stops finding the host of `slot` by its address.

@@ -369,8 +369,7 @@ fn same_verdict(bytes: &[u8]) -> Result<Result<HostTable, HostTableError>, TestC
 
 /// The maps of an archive not made by `encode` (patched: the inline key `z` of its only
 /// occurrence replaced) are refused rather than sorted or merged on the way in, by both
-/// decoders: out of order (`ka`) and repeated (`kq`). (Host labels out of order, by position
-/// in the key dictionary, are `wire`'s tests.)
+/// decoders: out of order (`ka`) and repeated (`kq`).
 fn patched_maps_refused(table: &HostTable, z: &[u8; 3], expected: HostTableError) {
     let bytes = table.encode().unwrap();
     let found: Vec<usize> = (0..bytes.len() - 2)
@@ -395,8 +394,8 @@ fn maps_out_of_order_or_repeated_are_refused() {
         }],
         subset: SubsetConfig::default(),
     };
-    // In the table's dictionary of keys, which must ascend.
-    patched_maps_refused(&table, b"kz9", HostTableError::Malformed);
+    let index = 0;
+    patched_maps_refused(&table, b"kz9", HostTableError::LabelsOutOfOrder { index });
     table.hosts[0].labels.clear();
     table.subset.default_subset = labels.clone();
     let place = "default_subset".into();

@@ -2,15 +2,13 @@
 //! there, maps must also be strictly ascending by key, as a `BTreeMap` is.
 
 use alloc::{collections::BTreeMap, format, string::String, vec, vec::Vec};
-use core::ops::ControlFlow;
-
+use foldhash::fast::FixedState;
 use hashbrown::HashMap;
 
 use super::config::ArchivedSubsetConfig;
 use super::error::shown;
 use super::view::HostView;
 use super::{HostTable, HostTableError, SelectorFallback, SubsetConfig, SubsetSelector};
-use crate::origin::Scanned;
 use crate::{Error, Origin};
 
 /// Most hosts a table may have.
@@ -66,13 +64,12 @@ fn lists<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTabl
     for (index, host) in hosts.iter().enumerate() {
         items.fill(0);
         let mut all = 1u64;
-        host.visit_labels(|k, v| {
+        for (k, v) in host.labels() {
             if let Some(&i) = keys.get(k) {
                 items[i] = distinct_items(v);
                 all = all.saturating_mul(items[i].max(1));
             }
-            ControlFlow::<()>::Continue(())
-        });
+        }
         let selectors = selectors.iter().map(|s| s.iter());
         check_list_subsets(index, selectors, |&i| items[i], all)?;
     }
@@ -134,18 +131,9 @@ pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
     if hosts.len() > MAX_HOSTS {
         return Err(HostTableError::TooManyHosts(hosts.len()));
     }
-    let scanned = scan_addresses(hosts.iter().map(H::address));
-    if scanned.order() == Some(true) {
-        // Addresses ascending strictly repeat none.
-        return hosts
-            .iter()
-            .enumerate()
-            .try_for_each(|(index, host)| checked_host(index, host, true));
-    }
-    let mut seen =
-        HashMap::with_capacity_and_hasher(hosts.len(), foldhash::fast::FixedState::default());
+    let mut seen = HashMap::with_capacity_and_hasher(hosts.len(), FixedState::default());
     for (index, host) in hosts.iter().enumerate() {
-        checked_host(index, host, scanned.plain)?;
+        self::host(index, host)?;
         if let Some(first) = seen.insert(host.address(), index) {
             return Err(HostTableError::DuplicateAddress {
                 first,
@@ -159,51 +147,7 @@ pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
 
 /// Checks one host on its own (the address's uniqueness is the table's business).
 pub(crate) fn host<H: HostView>(index: usize, host: &H) -> Result<(), HostTableError> {
-    checked_host(index, host, false)
-}
-
-/// Whether every address is a plain valid origin, and whether they ascend strictly (see
-/// [`scan_plain`](crate::origin::scan_plain)); addresses not all plain are checked one by one.
-pub(crate) fn scan_addresses<'a, A>(addresses: impl Iterator<Item = &'a A>) -> Scanned
-where
-    A: AsRef<[u8]> + ?Sized + 'a,
-{
-    crate::origin::scan_plain(addresses, MAX_ADDRESS_LEN)
-}
-
-/// [`host`], but for its address when `address_valid`.
-fn checked_host<H: HostView>(
-    index: usize,
-    host: &H,
-    address_valid: bool,
-) -> Result<(), HostTableError> {
-    host_but_labels(index, host, address_valid)?;
-    let place = || format!("host {index}");
-    let mut previous = PreviousKey::default();
-    let broken = host.visit_labels(|k, v| {
-        if let Err(e) = label(k, v, place) {
-            return ControlFlow::Break(e);
-        }
-        if !H::ORDERED && !previous.precedes(k) {
-            return ControlFlow::Break(HostTableError::LabelsOutOfOrder { index });
-        }
-        ControlFlow::Continue(())
-    });
-    broken.map_or(Ok(()), Err)
-}
-
-/// [`host`] short of a walk of the labels, and of the address when `address_valid` (it passed
-/// [`scan_addresses`]): the labels' count is checked, each one is left to the caller. The
-/// index build makes the same checks by [`host_fits_but_labels`] and [`label_fits`] as it
-/// interns the labels, one walk of each host's labels instead of two.
-fn host_but_labels<H: HostView>(
-    index: usize,
-    host: &H,
-    address_valid: bool,
-) -> Result<(), HostTableError> {
-    if !address_valid {
-        address(index, host.address())?;
-    }
+    address(index, host.address())?;
     let weight = host.weight();
     if weight == 0 {
         return Err(HostTableError::ZeroWeight { index });
@@ -215,64 +159,16 @@ fn host_but_labels<H: HostView>(
     if count > MAX_LABELS {
         return Err(HostTableError::TooManyLabels { index, count });
     }
-    Ok(())
-}
-
-/// Whether `host` passes [`host_but_labels`], as a yes or no: the build only needs that, and
-/// making (then dropping) the `Result` cost ~28 instructions a host.
-pub(crate) fn host_fits_but_labels<H: HostView>(host: &H, address_valid: bool) -> bool {
-    (address_valid || address_fits(host.address()))
-        & weight_fits(host.weight())
-        & label_count_fits(host.label_count())
-}
-
-/// Whether a weight passes the checks of [`host_but_labels`]: 1 to [`MAX_WEIGHT`].
-pub(crate) fn weight_fits(weight: u32) -> bool {
-    (1..=MAX_WEIGHT).contains(&weight)
-}
-
-/// Whether a host's label count passes the checks of [`host_but_labels`].
-pub(crate) fn label_count_fits(count: usize) -> bool {
-    count <= MAX_LABELS
-}
-
-/// Whether an address passes the checks of [`address`], as a yes or no.
-pub(crate) fn address_fits(a: &str) -> bool {
-    address(0, a).is_ok()
-}
-
-/// Whether a label passes the checks of [`label`], as a yes or no: the build only needs that,
-/// and tests it on every label without a branch.
-pub(crate) fn label_fits(k: &str, v: &str) -> bool {
-    !k.is_empty() & (k.len() <= MAX_KEY_LEN) & (v.len() <= MAX_VALUE_LEN)
-}
-
-/// The last label key seen, copied (a visit lends each key for one call only), to check that
-/// an archive's keys are strictly ascending as a `BTreeMap`'s are.
-struct PreviousKey {
-    bytes: [u8; MAX_KEY_LEN],
-    len: Option<usize>,
-}
-
-impl Default for PreviousKey {
-    fn default() -> PreviousKey {
-        PreviousKey {
-            bytes: [0; MAX_KEY_LEN],
-            len: None,
+    let place = || format!("host {index}");
+    let mut previous: Option<&str> = None;
+    for (k, v) in host.labels() {
+        label(k, v, place)?;
+        if !H::ORDERED && previous.is_some_and(|p| p >= k) {
+            return Err(HostTableError::LabelsOutOfOrder { index });
         }
+        previous = Some(k);
     }
-}
-
-impl PreviousKey {
-    /// Whether `key` (at most [`MAX_KEY_LEN`] bytes) comes strictly after the previous key;
-    /// it becomes the previous key.
-    fn precedes(&mut self, key: &str) -> bool {
-        let key = key.as_bytes();
-        let after = self.len.is_none_or(|len| before(&self.bytes[..len], key));
-        self.bytes[..key.len()].copy_from_slice(key);
-        self.len = Some(key.len());
-        after
-    }
+    Ok(())
 }
 
 /// Checks that the maps of an archived configuration are strictly ascending by key.
@@ -293,17 +189,10 @@ pub(crate) fn archived_config_order(config: &ArchivedSubsetConfig) -> Result<(),
 pub(super) fn ascending<'a>(keys: impl Iterator<Item = &'a str>) -> bool {
     let mut last: Option<&str> = None;
     keys.into_iter().all(|k| {
-        let ok = last.is_none_or(|l| before(l.as_bytes(), k.as_bytes()));
+        let ok = last.is_none_or(|l| l < k);
         last = Some(k);
         ok
     })
-}
-
-/// Whether `a` sorts strictly before `b`, as `a < b` does, without the `memcmp` call a slice
-/// comparison makes (a byte loop in Wasm, and a call that cost more than comparing a label key
-/// of a few bytes): where they part, found 8 bytes at a time, as the address scan finds it.
-pub(crate) fn before(a: &[u8], b: &[u8]) -> bool {
-    crate::origin::precedes_at(a, b, crate::origin::shared_prefix(a, b))
 }
 
 fn address(index: usize, address: &str) -> Result<(), HostTableError> {
@@ -451,89 +340,4 @@ fn keys_subset(index: usize, selector: &SubsetSelector) -> Result<(), HostTableE
 
 fn same_keys(a: &[String], b: &[String]) -> bool {
     a.len() == b.len() && a.iter().all(|k| b.contains(k))
-}
-
-#[cfg(test)]
-mod tests {
-    use alloc::vec::Vec;
-
-    use super::{MAX_LABELS, MAX_WEIGHT};
-
-    use proptest::prelude::*;
-
-    /// Words of every length around the 8-byte steps, differing in their last bytes, by bytes
-    /// at both ends of the range.
-    #[test]
-    fn before_orders_as_slices_do() {
-        let bases: [&[u8]; 7] = [
-            b"",
-            b"1234567",
-            b"12345678",
-            b"123456789",
-            b"http://10.0.0.1",
-            b"http://10.0.0.1:",
-            b"http://10.0.0.1:80",
-        ];
-        let mut suffixes: Vec<Vec<u8>> = alloc::vec![Vec::new()];
-        for a in [0u8, b'a', 255] {
-            suffixes.push(alloc::vec![a]);
-            for b in [0u8, b'a', 255] {
-                suffixes.push(alloc::vec![a, b]);
-            }
-        }
-        let words: Vec<Vec<u8>> = bases
-            .iter()
-            .flat_map(|base| suffixes.iter().map(|s| [*base, &s[..]].concat()))
-            .collect();
-        for a in &words {
-            for b in &words {
-                assert_eq!(super::before(a, b), a < b, "{a:?} {b:?}");
-            }
-        }
-    }
-
-    proptest! {
-        #[test]
-        fn byte_loop_orders_as_slices_do(
-            a in prop::collection::vec(0u8..4, 0..6),
-            b in prop::collection::vec(0u8..4, 0..6),
-        ) {
-            let (a, b): (Vec<u8>, Vec<u8>) = (a, b);
-            prop_assert_eq!(super::before(&b, &a), a > b);
-        }
-
-        #[test]
-        fn before_orders_random_bytes_as_slices_do(
-            a in prop::collection::vec(prop::sample::select(&[0u8, 1, b'.', 254, 255][..]), 0..40),
-            b in prop::collection::vec(prop::sample::select(&[0u8, 1, b'.', 254, 255][..]), 0..40),
-        ) {
-            prop_assert_eq!(super::before(&a, &b), a < b);
-            let shared = [&a[..], &b[..]].concat();
-            prop_assert_eq!(super::before(&shared, &a), shared[..] < a[..]);
-        }
-
-        /// The build's yes-or-no host check and the one naming the broken rule are one rule set.
-        #[test]
-        fn host_fits_as_host_checks(
-            address in prop::sample::select(alloc::vec!["http://a:1", "ftp://a", "", "http://a:0"]),
-            weight in 0u32..MAX_WEIGHT + 3,
-            labels in 0usize..MAX_LABELS + 3,
-            valid in any::<bool>(),
-        ) {
-            let mut host = crate::Host { weight, ..crate::Host::new(address) };
-            host.labels = (0..labels).map(|i| (alloc::format!("k{i}"), "v".into())).collect();
-            // `valid` is true only for addresses that are.
-            let valid = valid && super::address(0, address).is_ok();
-            let checked = super::host_but_labels(0, &host, valid).is_ok();
-            prop_assert_eq!(super::host_fits_but_labels(&host, valid), checked);
-        }
-
-        /// The build's yes-or-no label check and the one naming the broken rule are one rule set.
-        #[test]
-        fn label_fits_as_label_checks(k in 0usize..140, v in 0usize..270) {
-            let (k, v) = ("k".repeat(k), "v".repeat(v));
-            let checked = super::label(&k, &v, || "host 0".into()).is_ok();
-            prop_assert_eq!(super::label_fits(&k, &v), checked);
-        }
-    }
 }

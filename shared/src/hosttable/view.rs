@@ -1,25 +1,21 @@
-//! One way to read a host, owned or archived: the subset index is built straight from the
-//! rkyv bytes the daemon serves ([`SubsetLb::decode`](crate::SubsetLb::decode)), without
-//! deserializing 100k hosts into a `BTreeMap` and nine `String`s each first, and from a
-//! [`HostTable`](crate::HostTable) in memory, by the same code.
-
-use core::ops::ControlFlow;
+//! One way to read a host, owned or archived: the load balancer builds from the daemon's bytes
+//! in place ([`SubsetLb::decode`](crate::SubsetLb::decode)), without deserializing every host
+//! into `String`s and a `BTreeMap` first, and from a [`HostTable`](crate::HostTable) in memory,
+//! by the same code; the validation reads both the same way.
 
 use super::{ArchivedHost, Host};
 
 /// What the validation and the index read of a host.
 pub(crate) trait HostView {
     /// Whether labels come strictly ascending by key (a `BTreeMap` guarantees it; an archive
-    /// from elsewhere is checked).
+    /// is checked).
     const ORDERED: bool;
 
     fn address(&self) -> &str;
     fn weight(&self) -> u32;
-    fn healthy(&self) -> bool;
     fn label_count(&self) -> usize;
-    /// Calls `f` on each label in the stored order (key order, unless an archive was crafted
-    /// otherwise) until it breaks; returns what it broke with.
-    fn visit_labels<B>(&self, f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B>;
+    /// The labels, in the stored order: key order, unless an archive was crafted otherwise.
+    fn labels(&self) -> impl Iterator<Item = (&str, &str)>;
 }
 
 impl HostView for Host {
@@ -33,24 +29,16 @@ impl HostView for Host {
         self.weight
     }
 
-    fn healthy(&self) -> bool {
-        self.healthy
-    }
-
     fn label_count(&self) -> usize {
         self.labels.len()
     }
 
-    fn visit_labels<B>(&self, mut f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B> {
-        self.labels
-            .iter()
-            .try_for_each(|(k, v)| f(k, v))
-            .break_value()
+    fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.labels.iter().map(|(k, v)| (k.as_str(), v.as_str()))
     }
 }
 
 impl HostView for ArchivedHost {
-    // The labels are archived as a vector of entries, in whatever order the encoder wrote.
     const ORDERED: bool = false;
 
     fn address(&self) -> &str {
@@ -61,16 +49,11 @@ impl HostView for ArchivedHost {
         self.weight.to_native()
     }
 
-    fn healthy(&self) -> bool {
-        self.healthy
-    }
-
     fn label_count(&self) -> usize {
         self.labels.len()
     }
 
-    fn visit_labels<B>(&self, mut f: impl FnMut(&str, &str) -> ControlFlow<B>) -> Option<B> {
-        let mut labels = self.labels.iter();
-        labels.try_for_each(|e| f(&e.key, &e.value)).break_value()
+    fn labels(&self) -> impl Iterator<Item = (&str, &str)> {
+        (self.labels.iter()).map(|e| (e.key.as_str(), e.value.as_str()))
     }
 }

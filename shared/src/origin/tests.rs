@@ -1,8 +1,6 @@
 extern crate std;
 
 use alloc::string::String;
-use alloc::vec::Vec;
-use core::fmt::Write;
 
 use proptest::prelude::*;
 
@@ -176,81 +174,6 @@ fn refuses_unforwardable_targets() {
     );
 }
 
-/// The one-pass scan decides every port of up to six digits, with and without leading zeros,
-/// after either scheme, with and without a path, as the general check does: in normal form
-/// or not (then it leaves the verdict to the general check).
-#[test]
-fn every_port_is_checked_as_the_general_check_does() {
-    let mut url = String::new();
-    for port in 0..200_000u32 {
-        for (width, scheme, path) in [(0, "http", "/p"), (5, "http", "/p"), (0, "https", "")] {
-            url.clear();
-            let _ = write!(url, "{scheme}://h:{port:0width$}{path}");
-            let normal = Origin::check(&url) == Ok(true);
-            let default = matches!(port, 80 | 443) && width == 0;
-            assert_eq!(super::plainly_valid(&url), normal && !default, "{url}");
-        }
-    }
-}
-
-/// One bad address among good ones is found wherever it sits, refused early in its scan or
-/// at its end, whether the scan starts afresh or resumes from the address before.
-#[test]
-fn one_bad_address_is_found_anywhere() {
-    let good = |i: usize| alloc::format!("http://10.0.{}.{}:8080", i / 7, i % 7);
-    let bad = [
-        "http://10.0.0.1:80800",
-        "http://.10.0.0.1",
-        "http://10.0.0.1:8080/?",
-        "http://10.0.1.1:8080/?",
-        "http://10.0.1..1:8080",
-    ];
-    let goods: Vec<String> = (0..19).map(good).collect();
-    let scanned = scan_plain(goods.iter().map(String::as_str), 2048);
-    assert_eq!(
-        scanned,
-        Scanned {
-            plain: true,
-            ascending: true
-        }
-    );
-    for at in 0..goods.len() {
-        for bad in bad {
-            let mut urls = goods.clone();
-            urls[at] = bad.into();
-            let urls = urls.iter().map(String::as_str);
-            assert!(!scan_plain(urls, 2048).plain, "{at} {bad}");
-        }
-    }
-}
-
-/// Order is strict byte order: a repeat, or a prefix after its extension, breaks it.
-#[test]
-fn ascending_means_strictly_by_bytes() {
-    let scan = |urls: &[&str]| scan_plain(urls.iter().copied(), 2048);
-    let ascends = |urls: &[&str]| scan(urls).ascending;
-    assert!(ascends(&[]));
-    assert!(ascends(&["http://a"]));
-    assert!(ascends(&[
-        "http://a",
-        "http://a:1",
-        "http://a:1/",
-        "http://b",
-        "https://a"
-    ]));
-    assert!(!ascends(&["http://a", "http://a"]));
-    assert!(!ascends(&["http://a:1", "http://a"]));
-    assert!(!ascends(&["http://b", "http://a"]));
-    assert!(!ascends(&["https://a", "http://b"]));
-    assert_eq!(
-        scan(&["http://a", "http://a:1"]),
-        Scanned {
-            plain: true,
-            ascending: true
-        }
-    );
-}
-
 proptest! {
     #[test]
     fn parse_never_panics_and_is_idempotent(url in "\\PC{0,64}|(?i:https?)://[a-zA-Z0-9.:\\[\\]@_-]{0,30}(/[ -~]{0,20})?") {
@@ -270,12 +193,10 @@ proptest! {
         }
     }
 
-    /// The one-pass check of plain origins agrees with the general one and the normal form
-    /// (lower-case scheme and host, a port without leading zeros and not the scheme's
-    /// default, no trailing `/`) wherever it answers, and answers for every plain origin in
-    /// normal form but those with port 80 or 443.
+    /// The check without a parse agrees with the parse and the normal form (lower-case scheme
+    /// and host, a port without leading zeros and not the scheme's default, no trailing `/`).
     #[test]
-    fn plain_origins_checked_in_one_pass_agree(
+    fn check_agrees_with_the_normal_form(
         url in "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:(0?(80|443)|[0-9]{0,6}))?(/[ -~]{0,10})?[?#@]?",
     ) {
         let lower = |s: &str| s == s.to_ascii_lowercase();
@@ -290,97 +211,10 @@ proptest! {
             });
             lower(name) && lower(authority) && port_normal && !prefix.ends_with('/')
         });
-        let default = split_checked(&url).is_ok_and(|(_, a, _)| matches!(port(a), Some("80" | "443")));
-        prop_assert_eq!(super::plainly_valid(&url), normal && !default, "{}", url);
         prop_assert_eq!(Origin::check(&url).ok(), split_checked(&url).ok().map(|_| normal), "{}", url);
         if let Ok(origin) = Origin::parse(&url) {
             prop_assert_eq!(origin.as_str() == url, normal, "{}", url);
         }
-    }
-
-    /// A scan that resumes from the address before decides as a scan of each from its start,
-    /// whatever the lengths and schemes, and finds the order a comparison of neighbours finds:
-    /// lists sorted (as host tables come, most of each address shared with the one before)
-    /// and not.
-    #[test]
-    fn resumed_scans_agree_with_single_ones(
-        mut urls in proptest::collection::vec(
-            prop_oneof![
-                // Few letters, so that sorted lists share long prefixes, and dots, ports and
-                // paths that break the rules anywhere along them.
-                // Lower-case schemes: a list is refused at its first upper-case letter,
-                // before any scan resumes.
-                9 => "https?://[a-c0-2_.-]{1,3}(\\.[a-c0-2_.-]{1,3}){0,2}(:[0-9]{1,5})?(/[!-~]{0,4})?",
-                1 => "(?i:https?)://[a-zA-Z0-9._-]{0,12}(:[0-9]{0,6})?(/[ -~]{0,10})?[?#@]?|\\PC{0,30}",
-                // Any character after a plain start: none past ASCII may pass.
-                1 => "https?://[a-c]{1,3}(:[0-9]{1,4})?/?\\PC{0,3}",
-            ],
-            0..40,
-        ),
-        sorted in any::<bool>(),
-        repeat in any::<Option<proptest::sample::Index>>(),
-        max_len in proptest::sample::select(&[12usize, 24, 2048][..]),
-    ) {
-        if let (Some(at), false) = (repeat, urls.is_empty()) {
-            urls.push(urls[at.index(urls.len())].clone());
-        }
-        if sorted {
-            urls.sort();
-        }
-        let one_by_one = urls.iter().all(|u| super::plainly_valid(u) && u.len() <= max_len);
-        let scanned = super::scan_plain(urls.iter().map(String::as_str), max_len);
-        prop_assert_eq!(scanned.plain, one_by_one, "{:?}", urls);
-        if scanned.plain {
-            // Host tables rely on it: a plain address ends on a character wherever it is cut.
-            prop_assert!(urls.iter().all(|u| u.is_ascii()), "{:?}", urls);
-            let ascending = urls.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes());
-            prop_assert_eq!(scanned.ascending, ascending, "{:?}", urls);
-        }
-    }
-
-    /// URLs that start alike (as a table's sorted neighbours do) decide as each does alone,
-    /// whatever state the scan of the first left where they part: in a host, a port, a path,
-    /// or refused.
-    #[test]
-    fn urls_starting_alike_decide_as_each_alone(
-        start in "[a0./:_-]{0,6}",
-        ends in proptest::collection::vec("[a0./:_-]{0,4}", 1..4),
-        tls in any::<bool>(),
-    ) {
-        let scheme = if tls { "https://" } else { "http://" };
-        let urls: Vec<String> = ends.iter().map(|end| alloc::format!("{scheme}{start}{end}")).collect();
-        let alone = urls.iter().all(|u| super::plainly_valid(u));
-        let scanned = super::scan_plain(urls.iter().map(String::as_str), 2048);
-        prop_assert_eq!(scanned.plain, alone, "{:?}", urls);
-    }
-
-    /// URLs of one length that start and end alike, differing in a byte or two between (as
-    /// a table's neighbours `http://10.0.0.17:8080` and `http://10.0.0.18:8080` do), decide as
-    /// each does alone, whether the bytes where they differ leave the scan where the URL
-    /// before left it (then the ending is not stepped again) or elsewhere: in a host, a port,
-    /// a path, or refused.
-    #[test]
-    fn urls_ending_alike_decide_as_each_alone(
-        start in "[a0./:_-]{0,4}",
-        middles in proptest::collection::vec("[a08./:_-]{2}", 1..6),
-        end in "[a0358./:_-]{0,9}",
-        tls in any::<bool>(),
-        sorted in any::<bool>(),
-    ) {
-        let scheme = if tls { "https://" } else { "http://" };
-        let mut urls: Vec<String> =
-            middles.iter().map(|mid| alloc::format!("{scheme}{start}{mid}{end}")).collect();
-        if sorted {
-            urls.sort();
-        }
-        let alone = urls.iter().all(|u| super::plainly_valid(u));
-        let scanned = super::scan_plain(urls.iter().map(String::as_str), 2048);
-        prop_assert_eq!(scanned.plain, alone, "{:?}", urls);
-    }
-
-    #[test]
-    fn one_pass_check_never_accepts_what_the_general_refuses(url in "\\PC{0,40}|(?i:https?)://[a-zA-Z0-9.:\\[\\]@_/?#-]{0,30}") {
-        prop_assert!(!super::plainly_valid(&url) || split_checked(&url).is_ok(), "{}", url);
     }
 }
 

@@ -86,7 +86,8 @@ impl SubsetLb {
         }
         for (index, (host, step)) in delta.upserts.iter().zip(&steps).enumerate() {
             if matches!(step, Step::Add | Step::Relabel) {
-                self.lists_allow(index, host)?;
+                let labels = host.labels.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+                self.lists_allow(index, labels)?;
             }
         }
         Ok(steps)

@@ -6,6 +6,8 @@
 
 use alloc::{boxed::Box, vec::Vec};
 
+use core::hash::BuildHasher;
+
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
 use roaring::RoaringBitmap;
@@ -15,35 +17,43 @@ use super::names::Names;
 use super::pick::HostSet;
 use super::subsets::Subsets;
 use super::{IdMap, Options, Selector, Slot, SubsetError, SubsetLb, SubsetStats, request_keys};
+use crate::hosttable::wire::Checked;
 use crate::hosttable::{list_items, shown};
-use crate::{HostTable, HostTableError, MAX_WEIGHT, SelectorFallback, SubsetConfig};
+use crate::{HostTableError, MAX_WEIGHT, SelectorFallback, SubsetConfig};
 
-pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
-    let config = &table.subset;
+/// Builds the index of a table's archive.
+pub(super) fn build(table: Checked<'_>) -> Result<SubsetLb, SubsetError> {
+    let (config, hosts) = (&table.config, table.hosts);
     let mut lb = SubsetLb {
         version: table.version,
         serial: request_keys::serial(),
         options: options(config),
         names: Names::default(),
         selectors: Vec::new(),
+        on_unhealthy: config.selectors.iter().any(|s| s.fallback_on_unhealthy),
         selector_of: IdMap::default(),
         subsets: Subsets::default(),
         any: HostSet::default(),
         default: None,
         metadata_fallbacks: Vec::new(),
-        slots: Vec::with_capacity(table.hosts.len()),
-        addresses: HashTable::with_capacity(table.hosts.len()),
+        slots: Vec::with_capacity(hosts.len()),
+        addresses: HashTable::with_capacity(hosts.len()),
         hasher: FixedState::default(),
         free_slots: Vec::new(),
         weighted_hosts: 0,
         stats: SubsetStats::default(),
     };
     lb.intern_config(config);
-    for (index, host) in table.hosts.iter().enumerate() {
+    // Each label's key=value ids, interned when a host first names it.
+    let mut label_kvs: Vec<Option<Box<[u32]>>> = alloc::vec![None; table.labels.len()];
+    let mut kvs = Vec::new();
+    for (index, host) in hosts.iter().enumerate() {
         // What the index relies on, checked even in a table validated before: weights it
         // divides by, addresses it finds hosts by, the subsets lists make.
-        if let Some(first) = lb.find(&host.address) {
-            let address = shown(&host.address);
+        let (address, weight) = (host.address(), host.weight());
+        let hash = lb.hasher.hash_one(address);
+        if let Some(first) = lb.find_hashed(hash, address) {
+            let address = shown(address);
             let first = first as usize;
             return Err(HostTableError::DuplicateAddress {
                 first,
@@ -52,27 +62,36 @@ pub(super) fn build(table: &HostTable) -> Result<SubsetLb, SubsetError> {
             }
             .into());
         }
-        if host.weight == 0 {
+        if weight == 0 {
             return Err(HostTableError::ZeroWeight { index }.into());
         }
-        if host.weight > MAX_WEIGHT {
-            let weight = host.weight;
+        if weight > MAX_WEIGHT {
             return Err(HostTableError::WeightTooLarge { index, weight }.into());
         }
-        lb.lists_allow(index, host)?;
+        let label = |p: usize| (table.labels[p].key(), table.labels[p].value());
+        lb.lists_allow(index, host.labels().map(label))?;
+        kvs.clear();
+        for p in host.labels() {
+            let label = &table.labels[p];
+            let ids = label_kvs[p].get_or_insert_with(|| {
+                lb.intern_labels([(label.key(), label.value())].into_iter())
+            });
+            kvs.extend_from_slice(ids);
+        }
+        kvs.sort_unstable();
+        kvs.dedup();
         let slot = lb.slots.len() as u32;
-        let kvs = lb.intern_labels(host.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
-        lb.weighted_hosts += usize::from(host.weight != 1);
+        lb.weighted_hosts += usize::from(weight != 1);
         lb.slots.push(Slot {
-            address: host.address.as_str().into(),
-            kvs,
-            weight: host.weight,
-            healthy: host.healthy,
+            address: address.into(),
+            kvs: kvs.as_slice().into(),
+            weight,
+            healthy: host.healthy(),
             alive: true,
             generation: 0,
             active: 0,
         });
-        lb.index_address(slot);
+        lb.index_address_hashed(hash, slot);
     }
     let all = RoaringBitmap::from_sorted_iter(0..lb.slots.len() as u32).unwrap_or_default();
     lb.any = HostSet::new(all.clone(), &lb.slots, false);
@@ -195,18 +214,29 @@ impl SubsetLb {
         };
         let single = self.selectors[s].single;
         for (kvs, members) in groups {
-            let members = RoaringBitmap::from_sorted_iter(members).unwrap_or_default();
-            if single {
-                self.stats.single_host_collisions += members.len().saturating_sub(1);
-            }
-            self.subsets
-                .insert(&kvs, members, unhealthy, &self.slots, single);
-            self.stats.subsets_created += 1;
-            self.stats.subsets_active += 1;
+            self.add_subset(&kvs, &members, unhealthy, single);
         }
     }
 
-    /// Groups by the combination's position among all `combinations` (mixed radix).
+    fn add_subset(
+        &mut self,
+        kvs: &[u32],
+        members: &[u32],
+        unhealthy: &RoaringBitmap,
+        single: bool,
+    ) {
+        let members = RoaringBitmap::from_sorted_iter(members.iter().copied()).unwrap_or_default();
+        if single {
+            self.stats.single_host_collisions += members.len().saturating_sub(1);
+        }
+        self.subsets
+            .insert(kvs, members, unhealthy, &self.slots, single);
+        self.stats.subsets_created += 1;
+        self.stats.subsets_active += 1;
+    }
+
+    /// Groups by the combination's position among all `combinations` (mixed radix), in a
+    /// counting sort: each group's hosts end up together, in slot order.
     fn group_dense(
         &self,
         values: &Values,
@@ -214,17 +244,31 @@ impl SubsetLb {
         radices: &[u64],
         combinations: usize,
     ) -> Vec<(Box<[u32]>, Vec<u32>)> {
-        let mut groups: Vec<Vec<u32>> = alloc::vec![Vec::new(); combinations];
         let columns: Vec<usize> = keys.iter().map(|&k| values.column[k as usize]).collect();
-        'hosts: for (slot, row) in values.rows().enumerate() {
-            let mut at = 0u64;
-            for (&column, &radix) in columns.iter().zip(radices) {
-                let Some(index) = row[column] else {
-                    continue 'hosts;
-                };
-                at = at * radix + u64::from(index);
-            }
-            groups[at as usize].push(slot as u32);
+        // Each host's combination, `combinations` for a host missing a key.
+        let at: Vec<u32> = values
+            .rows()
+            .map(|row| {
+                let mut at = 0u64;
+                for (&column, &radix) in columns.iter().zip(radices) {
+                    match row[column] {
+                        NONE => return combinations as u32,
+                        index => at = at * radix + u64::from(index),
+                    }
+                }
+                at as u32
+            })
+            .collect();
+        let mut starts = alloc::vec![0u32; combinations + 2];
+        at.iter().for_each(|&a| starts[a as usize + 1] += 1);
+        for i in 1..starts.len() {
+            starts[i] += starts[i - 1];
+        }
+        let mut sorted = alloc::vec![0u32; at.len()];
+        let mut next = starts.clone();
+        for (slot, &a) in at.iter().enumerate() {
+            sorted[next[a as usize] as usize] = slot as u32;
+            next[a as usize] += 1;
         }
         let kvs_at = |mut at: u64| {
             let mut kvs = alloc::vec![0; keys.len()];
@@ -234,11 +278,13 @@ impl SubsetLb {
             }
             kvs.into_boxed_slice()
         };
-        let groups = groups
-            .into_iter()
-            .enumerate()
-            .filter(|(_, g)| !g.is_empty());
-        groups.map(|(at, g)| (kvs_at(at as u64), g)).collect()
+        (0..combinations)
+            .filter(|&c| starts[c] < starts[c + 1])
+            .map(|c| {
+                let members = &sorted[starts[c] as usize..starts[c + 1] as usize];
+                (kvs_at(c as u64), members.to_vec())
+            })
+            .collect()
     }
 
     /// Groups in a map by the combinations each host has (several with `list_as_any`).
@@ -255,13 +301,17 @@ impl SubsetLb {
     }
 }
 
+/// A host without the key.
+const NONE: u32 = u32::MAX;
+
 /// Each host's value of each selector key, as its position among the key's values: what the
 /// grouping reads, host by host, instead of searching each host's labels per selector.
 struct Values {
     /// Per key id, its column (keys no selector has share a column nobody reads).
     column: Vec<usize>,
     width: usize,
-    cells: Vec<Option<u32>>,
+    /// Per host, per column, the value's position, or [`NONE`].
+    cells: Vec<u32>,
 }
 
 impl Values {
@@ -276,12 +326,12 @@ impl Values {
                 }
             }
         }
-        let mut cells = alloc::vec![None; lb.slots.len() * width];
+        let mut cells = alloc::vec![NONE; lb.slots.len() * width];
         for (row, host) in cells.chunks_exact_mut(width).zip(&lb.slots) {
             for &kv in host.kvs.iter() {
-                row[column[lb.names.kv_key(kv) as usize]] = Some(lb.names.kv_index(kv));
+                row[column[lb.names.kv_key(kv) as usize]] = lb.names.kv_index(kv);
             }
-            row[0] = None;
+            row[0] = NONE;
         }
         Values {
             column,
@@ -290,7 +340,7 @@ impl Values {
         }
     }
 
-    fn rows(&self) -> impl Iterator<Item = &[Option<u32>]> {
+    fn rows(&self) -> impl Iterator<Item = &[u32]> {
         self.cells.chunks_exact(self.width)
     }
 }

@@ -1,14 +1,14 @@
 //! Finding the set a request picks from: Envoy's `chooseHostIteration`, over the index.
 
 use super::pick::{self, Context, Rng};
+use super::subsets::Subset;
 use super::{Fallback, Metadata, Options, Selection, Slot, SubsetLb};
 use crate::{FallbackPolicy, SelectorFallback};
 
 /// Where a pick happens.
 #[derive(Debug, Clone, Copy)]
-enum Target<'k> {
-    /// The subset with these key=value ids.
-    Subset(&'k [u32]),
+enum Target {
+    Subset(Subset),
     Any,
     Default,
 }
@@ -64,21 +64,26 @@ impl SubsetLb {
             false => md,
         };
         if !md.is_empty() {
-            let selector = self
-                .selector_for(md)
-                .map(|s| &self.selectors[usize::from(s)]);
             let (kvs, len) = md.kvs();
-            let kvs = &kvs[..len];
-            let found = !md.has_foreign_key() && self.subsets.contains(kvs);
+            let found = match md.has_foreign_key() {
+                true => None,
+                false => self.subsets.get(&kvs[..len]),
+            };
+            let selector = || {
+                self.selector_for(md)
+                    .map(|s| &self.selectors[usize::from(s)])
+            };
             // `fallback_on_unhealthy`: a subset without a healthy host is no match.
-            let unusable = found
-                && selector.is_some_and(|s| s.on_unhealthy)
-                && self.subsets.any_healthy(kvs, &self.slots) == Some(false);
-            if found && !unusable {
+            let usable = |subset| {
+                !self.on_unhealthy
+                    || self.subsets.any_healthy(subset, &self.slots)
+                    || !selector().is_some_and(|s| s.on_unhealthy)
+            };
+            if let Some(subset) = found.filter(|&s| usable(s)) {
                 self.stats.subset_hits += 1;
-                return self.pick(Target::Subset(kvs), Fallback::None, rng, exclude);
+                return self.pick(Target::Subset(subset), Fallback::None, rng, exclude);
             }
-            if let Some(selector) = selector {
+            if let Some(selector) = selector() {
                 match selector.fallback {
                     SelectorFallback::NoFallback => return None,
                     SelectorFallback::AnyEndpoint => {
@@ -142,14 +147,14 @@ impl SubsetLb {
 
     fn pick(
         &mut self,
-        target: Target<'_>,
+        target: Target,
         fallback: Fallback,
         rng: &mut Rng,
         exclude: Option<u32>,
     ) -> Option<Selection> {
         let cx = Context::new(&self.slots, self.options, self.weighted_hosts);
         let (slot, panic) = match target {
-            Target::Subset(kvs) => self.subsets.pick(kvs, &cx, rng, exclude)?,
+            Target::Subset(subset) => self.subsets.pick(subset, &cx, rng, exclude)?,
             Target::Default => match &mut self.default {
                 Some((_, set)) => set.pick(&cx, rng, exclude)?,
                 None => self.any.pick(&cx, rng, exclude)?,

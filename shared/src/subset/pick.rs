@@ -93,7 +93,8 @@ pub(super) fn policy(policy: LbPolicy) -> &'static dyn Policy {
 
 impl Policy for RoundRobin {
     fn pick(&self, pool: &Pool<'_>, turn: &mut Turn, rng: &mut Rng) -> Option<u32> {
-        let at = *turn.next.get_or_insert_with(|| rng.next());
+        // Started below 2^32, so the turn divides in 32 bits for as long as a worker lives.
+        let at = *turn.next.get_or_insert_with(|| rng.next() >> 32);
         turn.next = Some(at.wrapping_add(1));
         match pool.weighted {
             false => pool.nth(at % pool.len()),

@@ -4,52 +4,62 @@
 //! one host: such a subset is that host's slot, and one-key subsets are keyed by their one id.
 //! Subsets of several hosts keep a [`HostSet`] in an arena.
 
-use alloc::{boxed::Box, vec::Vec};
+use alloc::vec::Vec;
 
 use roaring::RoaringBitmap;
 
+use super::metadata::UNKNOWN_VALUE;
 use super::pick::{Context, HostSet, Rng};
-use super::{IdMap, Slot};
+use super::{IdMap, METADATA_CAPACITY, Slot};
 
-/// A subset's hosts: one slot, or a set in the arena.
+/// A subset's hosts: one slot, or a set in the arena. Valid until the next update.
 #[derive(Debug, Clone, Copy)]
-enum Subset {
+pub(super) enum Subset {
     One(u32),
     Many(u32),
 }
 
+/// The key=value ids of a subset of several keys, padded with [`UNKNOWN_VALUE`]: compared and
+/// hashed as a fixed-size array, without a call per comparison. Ids with an unknown value are
+/// in no subset, and never looked up.
+type Key = [u32; METADATA_CAPACITY];
+
 #[derive(Debug, Default)]
 pub(super) struct Subsets {
     one_key: IdMap<u32, Subset>,
-    keys: IdMap<Box<[u32]>, Subset>,
+    keys: IdMap<Key, Subset>,
     sets: Vec<HostSet>,
     free_sets: Vec<u32>,
 }
 
+fn key(kvs: &[u32]) -> Key {
+    let mut key = [UNKNOWN_VALUE; METADATA_CAPACITY];
+    key[..kvs.len()].copy_from_slice(kvs);
+    key
+}
+
 impl Subsets {
-    fn get(&self, kvs: &[u32]) -> Option<Subset> {
+    /// The subset with key=value ids `kvs` (ascending by key).
+    pub(super) fn get(&self, kvs: &[u32]) -> Option<Subset> {
         match kvs {
             [kv] => self.one_key.get(kv).copied(),
-            _ => self.keys.get(kvs).copied(),
+            _ if kvs.contains(&UNKNOWN_VALUE) => None,
+            _ => self.keys.get(&key(kvs)).copied(),
         }
     }
 
     fn put(&mut self, kvs: &[u32], subset: Subset) {
         match kvs {
             [kv] => self.one_key.insert(*kv, subset),
-            _ => self.keys.insert(kvs.into(), subset),
+            _ => self.keys.insert(key(kvs), subset),
         };
     }
 
     fn forget(&mut self, kvs: &[u32]) {
         match kvs {
             [kv] => self.one_key.remove(kv),
-            _ => self.keys.remove(kvs),
+            _ => self.keys.remove(&key(kvs)),
         };
-    }
-
-    pub(super) fn contains(&self, kvs: &[u32]) -> bool {
-        self.get(kvs).is_some()
     }
 
     /// Records a new subset of `members` (at least one), none of them in `unhealthy`.
@@ -64,7 +74,10 @@ impl Subsets {
         let subset = match (members.len(), members.min()) {
             (1, Some(slot)) => Subset::One(slot),
             _ => {
-                let healthy = &members - unhealthy;
+                let healthy = match unhealthy.is_empty() {
+                    true => members.clone(),
+                    false => &members - unhealthy,
+                };
                 let set = HostSet::with_healthy(members, healthy, slots, single);
                 Subset::Many(self.store(set))
             }
@@ -135,23 +148,23 @@ impl Subsets {
         }
     }
 
-    /// Whether the subset `kvs` has a healthy host; `None` if there is no such subset.
-    pub(super) fn any_healthy(&self, kvs: &[u32], slots: &[Slot]) -> Option<bool> {
-        Some(match self.get(kvs)? {
+    /// Whether `subset` has a healthy host.
+    pub(super) fn any_healthy(&self, subset: Subset, slots: &[Slot]) -> bool {
+        match subset {
             Subset::One(slot) => slots[slot as usize].healthy,
             Subset::Many(i) => !self.sets[i as usize].healthy.is_empty(),
-        })
+        }
     }
 
-    /// A pick in the subset `kvs`, as [`HostSet::pick`].
+    /// A pick in `subset`, as [`HostSet::pick`].
     pub(super) fn pick(
         &mut self,
-        kvs: &[u32],
+        subset: Subset,
         cx: &Context<'_>,
         rng: &mut Rng,
         exclude: Option<u32>,
     ) -> Option<(u32, bool)> {
-        match self.get(kvs)? {
+        match subset {
             Subset::Many(i) => self.sets[i as usize].pick(cx, rng, exclude),
             // As a set of one: unhealthy, it is in panic unless the threshold is 0.
             Subset::One(slot) => {
@@ -162,21 +175,20 @@ impl Subsets {
         }
     }
 
-    /// The members of the subset `kvs`.
+    /// The members of `subset`.
     #[cfg(test)]
-    pub(super) fn members(&self, kvs: &[u32]) -> Option<RoaringBitmap> {
-        Some(match self.get(kvs)? {
+    pub(super) fn members(&self, subset: Subset) -> RoaringBitmap {
+        match subset {
             Subset::One(slot) => [slot].into_iter().collect(),
             Subset::Many(i) => self.sets[i as usize].members.clone(),
-        })
+        }
     }
 
-    /// Heap bytes: the maps' tables, multi-key ids, the sets and their bitmaps.
+    /// Heap bytes: the maps' tables, the sets and their bitmaps.
     pub(super) fn heap_bytes(&self) -> usize {
         let one_key = self.one_key.capacity() * (size_of::<(u32, Subset)>() + 1);
-        let keys = self.keys.capacity() * (size_of::<(Box<[u32]>, Subset)>() + 1);
-        let ids: usize = self.keys.keys().map(|k| k.len() * 4).sum();
+        let keys = self.keys.capacity() * (size_of::<(Key, Subset)>() + 1);
         let sets: usize = self.sets.iter().map(HostSet::heap_bytes).sum();
-        one_key + keys + ids + self.sets.capacity() * size_of::<HostSet>() + sets
+        one_key + keys + self.sets.capacity() * size_of::<HostSet>() + sets
     }
 }

@@ -16,14 +16,15 @@ impl SubsetLb {
 
     pub(super) fn add(&mut self, host: &Host) -> Result<HostId, SubsetError> {
         validate_host(self.len(), host)?;
-        self.lists_allow(self.len(), host)?;
         if self.find(&host.address).is_some() {
             return Err(SubsetError::DuplicateAddress(host.address.clone()));
         }
         if self.len() >= MAX_HOSTS {
             return Err(SubsetError::Full);
         }
-        let kvs = self.intern_labels(host.labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        let labels = host.labels.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        self.lists_allow(self.len(), labels.clone())?;
+        let kvs = self.intern_labels(labels);
         let record = Slot {
             address: host.address.as_str().into(),
             kvs,
@@ -71,14 +72,19 @@ impl SubsetLb {
 
     /// With `list_as_any`, checks that `host` (at `index`, as the error names it) joins few
     /// enough subsets: [`MAX_LIST_SUBSETS`](crate::MAX_LIST_SUBSETS).
-    pub(super) fn lists_allow(&self, index: usize, host: &Host) -> Result<(), HostTableError> {
+    pub(super) fn lists_allow<'a>(
+        &self,
+        index: usize,
+        labels: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+    ) -> Result<(), HostTableError> {
         if !self.options.list_as_any {
             return Ok(());
         }
         let selectors = self.selectors.iter().map(|s| s.keys.iter());
         let items = |&key: &u32| {
-            let value = host.labels.get(self.names.key_text(key));
-            value.map_or(0, |v| distinct_items(v))
+            let key = self.names.key_text(key);
+            let value = labels.clone().find(|&(k, _)| k == key);
+            value.map_or(0, |(_, v)| distinct_items(v))
         };
         check_list_subsets(index, selectors, items, u64::MAX)
     }

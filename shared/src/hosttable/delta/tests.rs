@@ -86,7 +86,7 @@ fn encoding_round_trips_and_damage_is_refused() {
     other[14] = 1;
     let expected = HostTableError::UnsupportedFormat {
         found: 1,
-        supported: 2,
+        supported: crate::hosttable::wire::FORMAT,
     };
     assert_eq!(HostDelta::decode(&other), Err(expected));
 }
