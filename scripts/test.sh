@@ -37,9 +37,6 @@ cargo test --workspace --doc --locked 2>&1 | tee -a "$rust_log"
 log "miri: the workspace arena's tests (shared/src/workspace) under the UB checker"
 # Its own target dir: Miri builds differ from normal ones and would evict them.
 CARGO_TARGET_DIR=target/miri cargo +nightly miri test --locked -p edgewise --lib workspace 2>&1 | tail -3
-log "miri: the subset lookup's cache hint (shared/src/subset/prefetch.rs) under the UB checker"
-CARGO_TARGET_DIR=target/miri cargo +nightly miri test --locked -p edgewise --lib -- \
-  subset::prefetch round_robin_takes_turns_in_chained_subsets 2>&1 | tail -3
 log "miri: the feature store's synchronization protocol (shared/src/store) under the UB checker"
 # Archive validation is skipped under Miri: rkyv 0.8's own CheckBytes for strings trips Stacked
 # Borrows. Isolation off: the protocol tests time the writer's grace period.

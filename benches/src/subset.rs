@@ -128,7 +128,7 @@ impl Scenario {
     /// [`Scenario::table`] in the order it was made, not the addresses' (`10.0.0.10` before
     /// `10.0.0.2`): a table the daemon did not serve, which the build hashes to prove its
     /// addresses unique.
-    pub fn unsorted_table(self, n: usize, seed: u64) -> HostTable {
+    fn unsorted_table(self, n: usize, seed: u64) -> HostTable {
         let mut rng = SplitMix64::new(seed);
         let hosts = (0..n)
             .map(|i| {

@@ -1,12 +1,12 @@
 //! The worker's in-place build from the daemon's bytes against the owned path, on tables that
 //! are valid until mutated: a small table drawn from the input is encoded, then up to seven of
-//! its bytes are overwritten, anywhere (offsets, ends, label positions, weights) or inside an
-//! address or label text. Such bytes mostly pass bytecheck and reach the columns' checks, the
-//! address scan and the interning, which arbitrary bytes never get to. `SubsetLb::decode` and
-//! `HostTable::decode` must accept and refuse the same bytes with the same error. What both
-//! accept must hold addresses `Origin::parse` keeps as they are, each once (both paths share
-//! the one-pass scan), and must route alike: for each host's labels, and for each request
-//! missing one of them, the same fallback and, over a round-robin cycle, the same addresses.
+//! its bytes are overwritten, anywhere (offsets, label positions, weights) or inside an address
+//! or label text. Such bytes mostly pass bytecheck and reach the validation and the interning,
+//! which arbitrary bytes never get to. `SubsetLb::decode` and `HostTable::decode` must accept
+//! and refuse the same bytes with the same error. What both accept must hold addresses
+//! `Origin::parse` keeps as they are, each once, and must route alike: for each host's labels,
+//! and for each request missing one of them, the same fallback and, over a round-robin cycle,
+//! the same addresses.
 #![no_main]
 
 use std::collections::BTreeSet;
@@ -92,8 +92,8 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    // Both paths share the one-pass address scan: what they accept must also be what the
-    // general parser calls an origin in normal form, each address once.
+    // What both accept must also be what the parser calls an origin in normal form, each
+    // address once.
     for host in &table.hosts {
         let normal = Origin::parse(&host.address).map(|o| o.as_str() == host.address);
         assert_eq!(normal, Ok(true), "accepted address {:?}", host.address);

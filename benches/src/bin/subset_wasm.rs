@@ -208,9 +208,9 @@ fn median(sampler: &Sampler<'_>, name: &str) -> f64 {
     sampler.median(name).unwrap_or(f64::NAN)
 }
 
-/// The worker's path from the body of `GET /v1/hosts` to an index: `HostTable::decode`
-/// (check, deserialize, validate) then `SubsetLb::build_validated`, as the worker did, beside
-/// `SubsetLb::decode` (check, then validate and index in place), as it does now.
+/// The worker's path from the body of `GET /v1/hosts` to an index, `SubsetLb::decode` (check,
+/// validate and index in place), beside `HostTable::decode` (check, validate, deserialize) then
+/// `SubsetLb::build_validated` (encode, index).
 fn bytes_row(cfg: &Config, scenario: Scenario, n: usize) {
     let bytes = scenario
         .table(n, SEED)
@@ -219,35 +219,27 @@ fn bytes_row(cfg: &Config, scenario: Scenario, n: usize) {
     let deserialized = || {
         let table = HostTable::decode(&bytes).ok()?;
         let lb = SubsetLb::build_validated(&table).ok()?;
-        // The table dropped before the index, as the worker dropped it once built. The order
-        // moves the in-place build of the batch after by 0.1-0.3 ms at 100k hosts of a unique
-        // key (the heap it finds; the log).
         drop(table);
         Some(lb.len())
     };
     let in_place = || SubsetLb::decode(&bytes).map(|lb| lb.len()).ok();
-    let unsorted = (scenario.unsorted_table(n, SEED).encode()).unwrap_or_else(|e| panic!("{e}"));
     let mut sampler = Sampler::new(cfg);
     for _ in 0..cfg.batches {
         sampler.batch("deserialize", 1, deserialized);
         sampler.batch("in-place", 1, in_place);
-        sampler.batch("unsorted", 1, || {
-            SubsetLb::decode(&unsorted).map(|lb| lb.len()).ok()
-        });
     }
     let (old, new) = (
         median(&sampler, "deserialize"),
         median(&sampler, "in-place"),
     );
     println!(
-        "{:<7} {:>7} {:>9.0} {:>17} {:>9} {:>7.1}x {:>9}",
+        "{:<7} {:>7} {:>9.0} {:>17} {:>9} {:>7.1}x",
         scenario.name(),
         n,
         bytes.len() as f64 / 1024.0,
         fmt_ms(old),
         fmt_ms(new),
         old / new,
-        fmt_ms(median(&sampler, "unsorted")),
     );
 }
 
@@ -469,9 +461,8 @@ fn canary(scenario: Scenario, table: &HostTable, rounds: usize) -> f64 {
     batch::median(&times).unwrap_or(f64::NAN)
 }
 
-/// Median ns of the first remove + add after a build: the first change to the build's
-/// address order and to its records (which took milliseconds when it hashed every address and
-/// grew the records from exactly full).
+/// Median ns of the first remove + add after a build: the first change grows tables a build
+/// sized exactly.
 fn first_change(table: &HostTable, rounds: usize) -> f64 {
     let host = &table.hosts[table.hosts.len() / 2];
     let times: Vec<f64> = (0..rounds)
@@ -575,11 +566,9 @@ fn main() -> ExitCode {
     println!("  (* extrapolated from 8k hosts: n^2)");
     println!(
         "\nfrom bytes ms: GET /v1/hosts body -> index; decode+build = HostTable::decode + \
-         build_validated, in-place = SubsetLb::decode (hosts in address order, as the daemon \
-         serves them); unsorted = in-place of the same hosts out of address order, whose \
-         addresses the build hashes to prove them unique"
+         build_validated, in-place = SubsetLb::decode"
     );
-    println!("scenario  hosts   bodyKiB  decode+build ms  in-place  speedup  unsorted");
+    println!("scenario  hosts   bodyKiB  decode+build ms  in-place  speedup");
     for scenario in Scenario::ALL {
         for &n in &sizes {
             bytes_row(cfg, scenario, n);
