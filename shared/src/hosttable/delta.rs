@@ -2,10 +2,10 @@
 //! Envoy's incremental (delta) xDS for the host table.
 //!
 //! A table change usually touches a few hosts (one drained, one relabelled, health flips), but a
-//! worker that gets the whole table decodes and indexes every host again: ~60 ms at 100k hosts,
-//! in each isolate. With a [`HostDelta`] it applies the change to the index it has
-//! ([`SubsetLb::apply`](crate::SubsetLb::apply)), ~10-20 µs per host changed, and keeps its
-//! in-flight counts. The daemon serves one only when the worker names the table it holds (by
+//! worker that gets the whole table decodes and indexes every host again, in each isolate. With
+//! a [`HostDelta`] it applies the change to the index it has
+//! ([`SubsetLb::apply`](crate::SubsetLb::apply)), touching only the changed hosts' subsets, and
+//! keeps its in-flight counts. The daemon serves one only when the worker names the table it holds (by
 //! its ETag) and the configuration is unchanged, and only while applying it is cheaper than a
 //! rebuild; otherwise the whole table.
 
