@@ -47,7 +47,10 @@ pub use validate::{
     MAX_ADDRESS_LEN, MAX_HOSTS, MAX_KEY_LEN, MAX_LABELS, MAX_LIST_SUBSETS, MAX_METADATA_FALLBACKS,
     MAX_SELECTOR_KEYS, MAX_SELECTORS, MAX_VALUE_LEN, MAX_WEIGHT,
 };
-pub(crate) use validate::{check_list_subsets, distinct_items, host as validate_host, list_items};
+pub(crate) use validate::{
+    check_list_subsets, config as validate_config, count as validate_count, distinct_items,
+    duplicate, host as validate_host, list_items,
+};
 pub(crate) use view::HostView;
 
 /// Media type of [`HostTable::encode`]'s bytes, as `GET /v1/hosts` serves them.
@@ -186,7 +189,7 @@ impl HostTable {
     /// Reads bytes made by [`HostTable::encode`], checked as [`HostTable::validate`] checks a
     /// table. The load balancer reads them in place: [`SubsetLb::decode`](crate::SubsetLb::decode).
     pub fn decode(bytes: &[u8]) -> Result<HostTable, HostTableError> {
-        wire::read(bytes, true, |table| table.to_table())
+        wire::read(bytes, |table| table.validate().map(|()| table.to_table()))?
     }
 
     /// Puts the hosts in address order, as the daemon serves its tables: the same hosts in any

@@ -84,6 +84,9 @@ impl Origin {
     /// form: the one [`Origin::as_str`] gives (lower-case scheme and host, a port without
     /// leading zeros and not the scheme's default, no trailing `/`).
     pub(crate) fn check(url: &str) -> Result<bool, Error> {
+        if plain(url) {
+            return Ok(true);
+        }
         let (scheme, authority, prefix) = split_checked(url)?;
         let name = &url[..url.len() - authority.len() - prefix.len()];
         let lower = |s: &str| !s.bytes().any(|b| b.is_ascii_uppercase());
@@ -316,6 +319,40 @@ fn is_visible_ascii(b: u8) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether `url` is the usual origin in normal form, decided in one pass: `http://` or
+/// `https://`, a host of lower-case letters, digits, `-` and `_` in dot-separated labels, and
+/// an optional port of up to five digits, neither starting with 0 nor the scheme's default.
+/// `false` leaves the verdict to the general checks of [`Origin::check`].
+fn plain(url: &str) -> bool {
+    let (scheme, rest) = match url.as_bytes() {
+        [b'h', b't', b't', b'p', b':', b'/', b'/', rest @ ..] => (Scheme::Http, rest),
+        [b'h', b't', b't', b'p', b's', b':', b'/', b'/', rest @ ..] => (Scheme::Https, rest),
+        _ => return false,
+    };
+    let (host, port) = match rest.iter().position(|&b| b == b':') {
+        Some(colon) => (&rest[..colon], Some(&rest[colon + 1..])),
+        None => (rest, None),
+    };
+    let mut previous = b'.';
+    let host_plain = !host.is_empty()
+        && host.last() != Some(&b'.')
+        && host.iter().all(|&b| {
+            let fine = match b {
+                b'.' => previous != b'.',
+                b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => true,
+                _ => false,
+            };
+            previous = b;
+            fine
+        });
+    let port_plain = port.is_none_or(|p| {
+        let digits = (1..=5).contains(&p.len()) && p[0] != b'0' && p.iter().all(u8::is_ascii_digit);
+        let value = || p.iter().fold(0u32, |n, &d| n * 10 + u32::from(d - b'0'));
+        digits && value() <= 65_535 && p != scheme.default_port().as_bytes()
+    });
+    url.len() <= MAX_URL_LEN && host_plain && port_plain
+}
 
 /// `url` checked and split into scheme, authority and path prefix (trailing `/` kept).
 fn split_checked(url: &str) -> Result<(Scheme, &str, &str), Error> {

@@ -231,13 +231,13 @@ impl SubsetLb {
     pub fn build_validated(table: &HostTable) -> Result<SubsetLb, SubsetError> {
         // One build path: from the table's encoding, as the daemon serves it.
         let bytes = crate::hosttable::encode_unchecked(table)?;
-        wire::read(&bytes, false, index::build)?
+        wire::read(&bytes, |table| index::build(table, false))?
     }
 
     /// Builds the index of the daemon's table bytes ([`HostTable::encode`]), read in place and
     /// checked as [`HostTable::decode`] checks them.
     pub fn decode(bytes: &[u8]) -> Result<SubsetLb, SubsetError> {
-        wire::read(bytes, true, index::build)?
+        wire::read(bytes, |table| index::build(table, true))?
     }
 
     /// The table version the index holds.

@@ -42,38 +42,78 @@ pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
     parts(&table.hosts, &table.subset)
 }
 
-/// Every rule of a table, given as its hosts (owned or archived) and its configuration.
+/// Every rule of a table, given as its hosts (owned or archived) and its configuration: the
+/// configuration, then host by host its own rules, that its address is new, and its lists.
+/// A build from an archive checks in the same order ([`SubsetLb::decode`](crate::SubsetLb)),
+/// so both name the same mistake.
 pub(crate) fn parts<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
-    self::hosts(hosts)?;
     self::config(config)?;
-    lists(hosts, config)
+    count(hosts.len())?;
+    let lists = Lists::new(config);
+    let mut seen = HashMap::with_capacity_and_hasher(hosts.len(), FixedState::default());
+    for (index, host) in hosts.iter().enumerate() {
+        self::host(index, host)?;
+        if let Some(first) = seen.insert(host.address(), index) {
+            return Err(duplicate(first, index, host.address()));
+        }
+        lists.check(index, host)?;
+    }
+    Ok(())
 }
 
-/// With `list_as_any`, checks [`check_list_subsets`] for each host.
-fn lists<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
-    if !config.list_as_any {
-        return Ok(());
+/// At most [`MAX_HOSTS`] hosts.
+pub(crate) fn count(hosts: usize) -> Result<(), HostTableError> {
+    match hosts > MAX_HOSTS {
+        true => Err(HostTableError::TooManyHosts(hosts)),
+        false => Ok(()),
     }
-    // Each selector's keys as positions among all selectors' keys, for a host's labels to be
-    // counted in one visit.
-    let mut keys: BTreeMap<&str, usize> = BTreeMap::new();
-    let selectors: Vec<Vec<usize>> = (config.selectors.iter())
-        .map(|s| s.keys.iter().map(|k| position(&mut keys, k)).collect())
-        .collect();
-    let mut items = vec![0; keys.len()];
-    for (index, host) in hosts.iter().enumerate() {
-        items.fill(0);
+}
+
+pub(crate) fn duplicate(first: usize, index: usize, address: &str) -> HostTableError {
+    HostTableError::DuplicateAddress {
+        first,
+        index,
+        address: shown(address),
+    }
+}
+
+/// With `list_as_any`, the selectors' keys, to check [`check_list_subsets`] host by host;
+/// without, nothing.
+#[derive(Default)]
+struct Lists<'a> {
+    /// Each key's position among all selectors' keys, for a host's labels to be counted in
+    /// one visit.
+    keys: BTreeMap<&'a str, usize>,
+    selectors: Vec<Vec<usize>>,
+}
+
+impl<'a> Lists<'a> {
+    fn new(config: &'a SubsetConfig) -> Lists<'a> {
+        if !config.list_as_any {
+            return Lists::default();
+        }
+        let mut keys: BTreeMap<&str, usize> = BTreeMap::new();
+        let selectors = (config.selectors.iter())
+            .map(|s| s.keys.iter().map(|k| position(&mut keys, k)).collect())
+            .collect();
+        Lists { keys, selectors }
+    }
+
+    fn check<H: HostView>(&self, index: usize, host: &H) -> Result<(), HostTableError> {
+        if self.selectors.is_empty() {
+            return Ok(());
+        }
+        let mut items = vec![0; self.keys.len()];
         let mut all = 1u64;
         for (k, v) in host.labels() {
-            if let Some(&i) = keys.get(k) {
+            if let Some(&i) = self.keys.get(k) {
                 items[i] = distinct_items(v);
                 all = all.saturating_mul(items[i].max(1));
             }
         }
-        let selectors = selectors.iter().map(|s| s.iter());
-        check_list_subsets(index, selectors, |&i| items[i], all)?;
+        let selectors = self.selectors.iter().map(|s| s.iter());
+        check_list_subsets(index, selectors, |&i| items[i], all)
     }
-    Ok(())
 }
 
 /// `key`'s position in `keys`, added at the end if new.
@@ -128,18 +168,12 @@ pub(crate) fn distinct_items(value: &str) -> u64 {
 
 /// Checks every host and that no address repeats.
 pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
-    if hosts.len() > MAX_HOSTS {
-        return Err(HostTableError::TooManyHosts(hosts.len()));
-    }
+    count(hosts.len())?;
     let mut seen = HashMap::with_capacity_and_hasher(hosts.len(), FixedState::default());
     for (index, host) in hosts.iter().enumerate() {
         self::host(index, host)?;
         if let Some(first) = seen.insert(host.address(), index) {
-            return Err(HostTableError::DuplicateAddress {
-                first,
-                index,
-                address: shown(host.address()),
-            });
+            return Err(duplicate(first, index, host.address()));
         }
     }
     Ok(())

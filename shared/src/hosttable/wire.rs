@@ -147,12 +147,11 @@ impl ArchivedWireHost {
     }
 }
 
-/// Reads the table archived in `bytes` in place: checks the archive byte by byte, then (if
-/// `validate`: bytes [`encode`] made of a valid table need not be) its hosts and configuration
-/// as [`HostTable::validate`] does, and hands them to `read`.
+/// Reads the table archived in `bytes` in place: checks the archive byte by byte and that every
+/// label position names a label, and hands the table to `read`. Not validated: see
+/// [`Checked::validate`].
 pub(crate) fn read<R>(
     bytes: &[u8],
-    validate: bool,
     read: impl FnOnce(Checked<'_>) -> R,
 ) -> Result<R, HostTableError> {
     let aligned = Aligned::new(unframe(&TABLE_MAGIC, bytes)?);
@@ -163,10 +162,6 @@ pub(crate) fn read<R>(
     if hosts.iter().any(|h| h.labels().any(|p| p >= count)) {
         return Err(HostTableError::Malformed);
     }
-    if validate {
-        let views: Vec<View<'_>> = hosts.iter().map(|host| View { host, labels }).collect();
-        validate::parts(&views, &config)?;
-    }
     Ok(read(Checked {
         version: wire.version.to_native(),
         config,
@@ -175,7 +170,21 @@ pub(crate) fn read<R>(
     }))
 }
 
-impl Checked<'_> {
+impl<'a> Checked<'a> {
+    /// Checks the table as [`HostTable::validate`] checks an owned one.
+    pub(crate) fn validate(&self) -> Result<(), HostTableError> {
+        let views: Vec<View<'_>> = self.hosts.iter().map(|h| self.view(h)).collect();
+        validate::parts(&views, &self.config)
+    }
+
+    /// `host` with the table's labels, as the validation reads it.
+    pub(crate) fn view(&self, host: &'a ArchivedWireHost) -> View<'a> {
+        View {
+            host,
+            labels: self.labels,
+        }
+    }
+
     /// The table, owned.
     pub(crate) fn to_table(&self) -> HostTable {
         let host = |h: &ArchivedWireHost| Host {

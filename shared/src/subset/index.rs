@@ -18,12 +18,17 @@ use super::pick::HostSet;
 use super::subsets::Subsets;
 use super::{IdMap, Options, Selector, Slot, SubsetError, SubsetLb, SubsetStats, request_keys};
 use crate::hosttable::wire::Checked;
-use crate::hosttable::{list_items, shown};
+use crate::hosttable::{duplicate, list_items, validate_config, validate_count, validate_host};
 use crate::{HostTableError, MAX_WEIGHT, SelectorFallback, SubsetConfig};
 
-/// Builds the index of a table's archive.
-pub(super) fn build(table: Checked<'_>) -> Result<SubsetLb, SubsetError> {
+/// Builds the index of a table's archive; if `validate`, checks it on the way, in the order of
+/// [`HostTable::validate`](crate::HostTable::validate) (one pass over the hosts, not two).
+pub(super) fn build(table: Checked<'_>, validate: bool) -> Result<SubsetLb, SubsetError> {
     let (config, hosts) = (&table.config, table.hosts);
+    if validate {
+        validate_config(config)?;
+        validate_count(hosts.len())?;
+    }
     let mut lb = SubsetLb {
         version: table.version,
         serial: request_keys::serial(),
@@ -48,19 +53,15 @@ pub(super) fn build(table: Checked<'_>) -> Result<SubsetLb, SubsetError> {
     let mut label_kvs: Vec<Option<Box<[u32]>>> = alloc::vec![None; table.labels.len()];
     let mut kvs = Vec::new();
     for (index, host) in hosts.iter().enumerate() {
+        if validate {
+            validate_host(index, &table.view(host))?;
+        }
         // What the index relies on, checked even in a table validated before: weights it
         // divides by, addresses it finds hosts by, the subsets lists make.
         let (address, weight) = (host.address(), host.weight());
         let hash = lb.hasher.hash_one(address);
         if let Some(first) = lb.find_hashed(hash, address) {
-            let address = shown(address);
-            let first = first as usize;
-            return Err(HostTableError::DuplicateAddress {
-                first,
-                index,
-                address,
-            }
-            .into());
+            return Err(duplicate(first as usize, index, address).into());
         }
         if weight == 0 {
             return Err(HostTableError::ZeroWeight { index }.into());
