@@ -94,11 +94,13 @@ pub(super) fn build(table: Checked<'_>, validate: bool) -> Result<SubsetLb, Subs
         });
         lb.index_address_hashed(hash, slot);
     }
-    let all = RoaringBitmap::from_sorted_iter(0..lb.slots.len() as u32).unwrap_or_default();
-    lb.any = HostSet::new(all.clone(), &lb.slots, false);
-    let values = Values::of(&lb);
     let unhealthy = lb.slots.iter().enumerate().filter(|(_, s)| !s.healthy);
     let unhealthy: RoaringBitmap = unhealthy.map(|(slot, _)| slot as u32).collect();
+    let mut all = RoaringBitmap::new();
+    all.insert_range(0..lb.slots.len() as u32);
+    let healthy = &all - &unhealthy;
+    lb.any = HostSet::with_healthy(all, healthy, &lb.slots, false);
+    let values = Values::of(&lb);
     for s in 0..lb.selectors.len() {
         // Selectors repeating another's keys add no subsets.
         if lb.selector_of.get(&lb.selectors[s].keys) == Some(&(s as u8)) {
@@ -108,7 +110,7 @@ pub(super) fn build(table: Checked<'_>, validate: bool) -> Result<SubsetLb, Subs
     if let Some((kvs, _)) = &lb.default {
         let carries = |slot: &Slot| kvs.iter().all(|kv| slot.kvs.binary_search(kv).is_ok());
         let members = (0..lb.slots.len() as u32).filter(|&s| carries(&lb.slots[s as usize]));
-        let members = RoaringBitmap::from_sorted_iter(members).unwrap_or_default();
+        let members = bitmap(&members.collect::<Vec<u32>>());
         let kvs = kvs.clone();
         lb.default = Some((kvs, HostSet::new(members, &lb.slots, false)));
     }
@@ -226,7 +228,7 @@ impl SubsetLb {
         unhealthy: &RoaringBitmap,
         single: bool,
     ) {
-        let members = RoaringBitmap::from_sorted_iter(members.iter().copied()).unwrap_or_default();
+        let members = bitmap(members);
         if single {
             self.stats.single_host_collisions += members.len().saturating_sub(1);
         }
@@ -300,6 +302,19 @@ impl SubsetLb {
         }
         groups.into_iter().collect()
     }
+}
+
+/// The bitmap of `members` (ascending): inserted one by one when they are few, else loaded
+/// from a bitmap of bytes, which roaring takes a container (2^16 slots) at a time.
+fn bitmap(members: &[u32]) -> RoaringBitmap {
+    let (Some(&last), false) = (members.last(), members.len() < 256) else {
+        return RoaringBitmap::from_sorted_iter(members.iter().copied()).unwrap_or_default();
+    };
+    let mut bytes = alloc::vec![0u8; last as usize / 8 + 1];
+    for &m in members {
+        bytes[m as usize / 8] |= 1 << (m % 8);
+    }
+    RoaringBitmap::from_lsb0_bytes(0, &bytes)
 }
 
 /// A host without the key.
