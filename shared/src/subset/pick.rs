@@ -31,6 +31,8 @@ impl Rng {
 /// The hosts a pick may return: `hosts` but `exclude` (a member, when set).
 pub(super) struct Pool<'a> {
     hosts: &'a RoaringBitmap,
+    /// Hosts in `hosts`.
+    count: u64,
     /// Rank of the excluded host in `hosts`.
     excluded: Option<u64>,
     slots: &'a [Slot],
@@ -40,7 +42,7 @@ pub(super) struct Pool<'a> {
 
 impl Pool<'_> {
     fn len(&self) -> u64 {
-        self.hosts.len() - u64::from(self.excluded.is_some())
+        self.count - u64::from(self.excluded.is_some())
     }
 
     /// The `n`-th host (`n` < [`Pool::len`]).
@@ -93,16 +95,23 @@ pub(super) fn policy(policy: LbPolicy) -> &'static dyn Policy {
 
 impl Policy for RoundRobin {
     fn pick(&self, pool: &Pool<'_>, turn: &mut Turn, rng: &mut Rng) -> Option<u32> {
-        // Started below 2^32, so the turn divides in 32 bits for as long as a worker lives.
+        if !pool.weighted {
+            // The turn kept below the pool's size: a division only when the pool shrank.
+            let len = pool.len();
+            let at = match turn.next {
+                Some(at) if at < len => at,
+                Some(at) => at % len,
+                None => rng.below(len),
+            };
+            turn.next = Some(at + 1);
+            return pool.nth(at);
+        }
+        // Weighted round robin: each host owns as many weight units as its weight, and the
+        // turn visits the units in a stride coprime with their total, so any `total` turns in
+        // a row give each host its weight, interleaved.
         let at = *turn.next.get_or_insert_with(|| rng.next() >> 32);
         turn.next = Some(at.wrapping_add(1));
-        match pool.weighted {
-            false => pool.nth(at % pool.len()),
-            // Weighted round robin: each host owns as many weight units as its weight, and
-            // the turn visits the units in a stride coprime with their total, so any `total`
-            // turns in a row give each host its weight, interleaved.
-            true => by_weight(pool, turn, |total| (at % total) * stride(total) % total),
-        }
+        by_weight(pool, turn, |total| (at % total) * stride(total) % total)
     }
 }
 
@@ -193,11 +202,19 @@ fn by_weight(pool: &Pool<'_>, turn: &Turn, unit: impl FnOnce(u64) -> u64) -> Opt
 pub(super) struct HostSet {
     pub(super) members: RoaringBitmap,
     pub(super) healthy: RoaringBitmap,
+    /// The bitmaps' lengths, which a pick reads without touching them.
+    counts: Counts,
     /// `single_host_per_subset`: the member every pick returns, the lowest address (as in
     /// every isolate, whatever order hosts came in).
     pub(super) first: Option<u32>,
     pub(super) single: bool,
     turn: Turn,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    members: u64,
+    healthy: u64,
 }
 
 /// Everything a pick reads besides the set.
@@ -222,9 +239,14 @@ impl HostSet {
         slots: &[Slot],
         single: bool,
     ) -> HostSet {
+        let counts = Counts {
+            members: members.len(),
+            healthy: healthy.len(),
+        };
         let mut set = HostSet {
             healthy,
             members,
+            counts,
             single,
             ..HostSet::default()
         };
@@ -233,7 +255,7 @@ impl HostSet {
     }
 
     pub(super) fn len(&self) -> u64 {
-        self.members.len()
+        self.counts.members
     }
 
     /// Heap bytes of the bitmaps and the weight sums.
@@ -249,7 +271,7 @@ impl HostSet {
     }
 
     pub(super) fn insert(&mut self, slot: u32, slots: &[Slot]) {
-        self.members.insert(slot);
+        self.counts.members += u64::from(self.members.insert(slot));
         // Room for the sums of a set that has made them: a pick after updates allocates
         // nothing.
         let sums = &mut self.turn.sums;
@@ -257,7 +279,7 @@ impl HostSet {
             sums.reserve((self.members.len() as usize).saturating_sub(sums.len()));
         }
         if slots[slot as usize].healthy {
-            self.healthy.insert(slot);
+            self.counts.healthy += u64::from(self.healthy.insert(slot));
         }
         if self.single
             && self
@@ -270,8 +292,8 @@ impl HostSet {
     }
 
     pub(super) fn remove(&mut self, slot: u32, slots: &[Slot]) {
-        self.members.remove(slot);
-        self.healthy.remove(slot);
+        self.counts.members -= u64::from(self.members.remove(slot));
+        self.counts.healthy -= u64::from(self.healthy.remove(slot));
         if self.first == Some(slot) {
             self.elect(slots);
         }
@@ -281,8 +303,8 @@ impl HostSet {
     /// Records the host's health (a member).
     pub(super) fn set_healthy(&mut self, slot: u32, healthy: bool) {
         match healthy {
-            true => self.healthy.insert(slot),
-            false => self.healthy.remove(slot),
+            true => self.counts.healthy += u64::from(self.healthy.insert(slot)),
+            false => self.counts.healthy -= u64::from(self.healthy.remove(slot)),
         };
         self.stale();
     }
@@ -314,13 +336,18 @@ impl HostSet {
             let panic = !healthy && threshold > 0;
             return ((healthy || panic) && exclude != Some(first)).then_some((first, panic));
         }
-        let panic = self.healthy.len() * 100 < threshold * self.members.len();
-        let hosts = if panic { &self.members } else { &self.healthy };
+        let Counts { members, healthy } = self.counts;
+        let panic = healthy * 100 < threshold * members;
+        let (hosts, count) = match panic {
+            true => (&self.members, members),
+            false => (&self.healthy, healthy),
+        };
         let excluded = exclude
             .filter(|&e| hosts.contains(e))
             .map(|e| hosts.rank(e) - 1);
         let mut pool = Pool {
             hosts,
+            count,
             excluded,
             slots: cx.slots,
             weighted: cx.weighted,
