@@ -48,17 +48,8 @@ pub(super) fn table(table: &HostTable) -> Result<(), HostTableError> {
 /// so both name the same mistake.
 pub(crate) fn parts<H: HostView>(hosts: &[H], config: &SubsetConfig) -> Result<(), HostTableError> {
     self::config(config)?;
-    count(hosts.len())?;
     let lists = Lists::new(config);
-    let mut seen = HashMap::with_capacity_and_hasher(hosts.len(), FixedState::default());
-    for (index, host) in hosts.iter().enumerate() {
-        self::host(index, host)?;
-        if let Some(first) = seen.insert(host.address(), index) {
-            return Err(duplicate(first, index, host.address()));
-        }
-        lists.check(index, host)?;
-    }
-    Ok(())
+    each_host(hosts, |index, host| lists.check(index, host))
 }
 
 /// At most [`MAX_HOSTS`] hosts.
@@ -168,6 +159,14 @@ pub(crate) fn distinct_items(value: &str) -> u64 {
 
 /// Checks every host and that no address repeats.
 pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
+    each_host(hosts, |_, _| Ok(()))
+}
+
+/// The count of `hosts`, then host by host its own rules, that its address is new, and `more`.
+fn each_host<H: HostView>(
+    hosts: &[H],
+    mut more: impl FnMut(usize, &H) -> Result<(), HostTableError>,
+) -> Result<(), HostTableError> {
     count(hosts.len())?;
     let mut seen = HashMap::with_capacity_and_hasher(hosts.len(), FixedState::default());
     for (index, host) in hosts.iter().enumerate() {
@@ -175,6 +174,7 @@ pub(crate) fn hosts<H: HostView>(hosts: &[H]) -> Result<(), HostTableError> {
         if let Some(first) = seen.insert(host.address(), index) {
             return Err(duplicate(first, index, host.address()));
         }
+        more(index, host)?;
     }
     Ok(())
 }

@@ -110,7 +110,8 @@ pub(crate) fn encode<'a>(table: &'a HostTable) -> Result<Vec<u8>, HostTableError
     Ok(frame(&TABLE_MAGIC, &archive))
 }
 
-/// A table's archive in place, checked as [`HostTable::validate`] checks a table.
+/// A table's archive read in place: checked byte by byte, every label position naming a
+/// label; its rules are [`Checked::validate`]'s, or the build's as it goes.
 pub(crate) struct Checked<'a> {
     pub(crate) version: u64,
     pub(crate) config: SubsetConfig,

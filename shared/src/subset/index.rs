@@ -1,4 +1,5 @@
-//! Building the index of a table: one pass over the hosts interns their labels; then, per
+//! Building the index of a table's archive: one pass over the hosts checks them and maps their
+//! labels to ids (each distinct label interned once, as the archive lists it once); then, per
 //! selector, one pass over the hosts puts each in the group of its values, in host order, so
 //! each group becomes its subset's bitmap as it stands. A selector whose value combinations
 //! are few enough to count (the product of its keys' value counts) groups in an array indexed
