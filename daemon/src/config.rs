@@ -59,6 +59,125 @@ pub struct FeaturesConfig {
     /// How often the published version's file is checked whole (checksum and index), in
     /// seconds; a damaged one is published again from memory. 0: never.
     pub verify_interval_secs: u64,
+    /// Object storage the snapshots come from. None: only the ingest directory and the API.
+    pub source: Option<SourceConfig>,
+}
+
+/// `[features.source]` table: where every daemon of a fleet pulls its snapshots from.
+#[derive(Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourceConfig {
+    /// The snapshots' prefix: `s3://bucket/prefix`, `gs://`, `az://` or an `https://` base.
+    pub url: String,
+    /// The manifest object under the prefix.
+    #[serde(default = "SourceConfig::default_manifest")]
+    pub manifest: String,
+    /// Seconds between manifest polls.
+    #[serde(default = "SourceConfig::default_poll_interval")]
+    pub poll_interval_secs: u64,
+    /// Most milliseconds added at random to each wait, so that a fleet's polls spread out.
+    #[serde(default = "SourceConfig::default_jitter")]
+    pub poll_jitter_ms: u64,
+    /// Deadline of a manifest request, of connecting, and of each chunk of a download.
+    #[serde(default = "SourceConfig::default_request_timeout")]
+    pub request_timeout_ms: u64,
+    /// Deadline of a whole snapshot download, in seconds.
+    #[serde(default = "SourceConfig::default_download_timeout")]
+    pub download_timeout_secs: u64,
+    /// Longest wait between retries after failures, in seconds (they back off from 1 s).
+    #[serde(default = "SourceConfig::default_retry_max")]
+    pub retry_max_secs: u64,
+    /// The object store client's settings by their `object_store` names (`aws_endpoint`,
+    /// `aws_region`, `aws_allow_http`, `google_service_account`, ...). Credentials are best
+    /// left to the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`), as the vendors' SDKs read them.
+    #[serde(default)]
+    pub options: std::collections::BTreeMap<String, String>,
+}
+
+impl SourceConfig {
+    fn default_manifest() -> String {
+        "latest.json".to_owned()
+    }
+    fn default_poll_interval() -> u64 {
+        30
+    }
+    fn default_jitter() -> u64 {
+        5000
+    }
+    fn default_request_timeout() -> u64 {
+        10_000
+    }
+    fn default_download_timeout() -> u64 {
+        600
+    }
+    fn default_retry_max() -> u64 {
+        300
+    }
+
+    /// A source of `url` with every other setting at its default.
+    pub fn new(url: impl Into<String>) -> SourceConfig {
+        SourceConfig {
+            url: url.into(),
+            manifest: Self::default_manifest(),
+            poll_interval_secs: Self::default_poll_interval(),
+            poll_jitter_ms: Self::default_jitter(),
+            request_timeout_ms: Self::default_request_timeout(),
+            download_timeout_secs: Self::default_download_timeout(),
+            retry_max_secs: Self::default_retry_max(),
+            options: Default::default(),
+        }
+    }
+
+    fn validate(&self) -> anyhow::Result<()> {
+        crate::features::check_url(&self.url)
+            .with_context(|| format!("features.source.url {:?}", self.url))?;
+        if self.manifest.is_empty() || self.manifest.starts_with('/') {
+            anyhow::bail!("features.source.manifest must be an object name under the prefix");
+        }
+        if self.poll_interval_secs == 0
+            || self.request_timeout_ms == 0
+            || self.download_timeout_secs == 0
+            || self.retry_max_secs == 0
+        {
+            anyhow::bail!(
+                "features.source.poll_interval_secs, request_timeout_ms, download_timeout_secs \
+                 and retry_max_secs must be at least 1"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Option values may be credentials: printed only for settings known not to be.
+impl std::fmt::Debug for SourceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        const PLAIN: [&str; 6] = [
+            "aws_endpoint",
+            "aws_region",
+            "aws_allow_http",
+            "allow_http",
+            "aws_virtual_hosted_style_request",
+            "azure_storage_account_name",
+        ];
+        let options: std::collections::BTreeMap<&str, &str> = self
+            .options
+            .iter()
+            .map(|(k, v)| {
+                let shown = PLAIN.contains(&k.to_ascii_lowercase().as_str());
+                (k.as_str(), if shown { v.as_str() } else { "<redacted>" })
+            })
+            .collect();
+        f.debug_struct("SourceConfig")
+            .field("url", &self.url)
+            .field("manifest", &self.manifest)
+            .field("poll_interval_secs", &self.poll_interval_secs)
+            .field("poll_jitter_ms", &self.poll_jitter_ms)
+            .field("request_timeout_ms", &self.request_timeout_ms)
+            .field("download_timeout_secs", &self.download_timeout_secs)
+            .field("retry_max_secs", &self.retry_max_secs)
+            .field("options", &options)
+            .finish()
+    }
 }
 
 impl Default for FeaturesConfig {
@@ -73,6 +192,7 @@ impl Default for FeaturesConfig {
             max_ingest_bytes: 1 << 30,
             reader_grace_ms: 1000,
             verify_interval_secs: 60,
+            source: None,
         }
     }
 }
@@ -89,8 +209,16 @@ impl FeaturesConfig {
     }
 
     fn validate(&self) -> anyhow::Result<()> {
-        if self.dir.is_none() && (self.ingest_dir.is_some() || self.socket.is_some()) {
-            anyhow::bail!("features.ingest_dir and features.socket need features.dir (the store)");
+        if self.dir.is_none()
+            && (self.ingest_dir.is_some() || self.socket.is_some() || self.source.is_some())
+        {
+            anyhow::bail!(
+                "features.ingest_dir, features.socket and features.source need features.dir \
+                 (the store)"
+            );
+        }
+        if let Some(source) = &self.source {
+            source.validate()?;
         }
         Connections::check(
             "features.socket_max_connections",

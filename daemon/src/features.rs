@@ -10,6 +10,7 @@
 mod change;
 mod ingest;
 mod memcache;
+mod source;
 
 use std::{
     path::PathBuf,
@@ -26,6 +27,7 @@ use edgewise::{
 };
 
 pub use change::{Change, ChangeError, Delete, Upsert};
+pub use source::{Manifest, Pushed, check_url, push};
 
 use crate::{
     FeaturesConfig,
@@ -46,6 +48,8 @@ pub struct Features {
     metrics: Metrics,
     /// The feature socket's connections, if it is served.
     socket: Option<Arc<Connections>>,
+    /// The object store snapshots are pulled from, if one is configured.
+    source: Option<Arc<source::Source>>,
 }
 
 #[derive(Debug)]
@@ -103,7 +107,18 @@ impl Features {
             WriterOptions::default().with_grace(Duration::from_millis(config.reader_grace_ms));
         let mut writer = FeatureWriter::open(dir, options)
             .with_context(|| format!("opening the feature store {}", dir.display()))?;
-        let snapshot = resume(&mut writer)?;
+        // With a source, store versions are manifest versions: nothing from it yet is 0.
+        let first = if config.source.is_some() { 0 } else { 1 };
+        let snapshot = resume(&mut writer, first)?;
+        let source = match &config.source {
+            Some(source) => {
+                let spool = dir.join("source.download");
+                let source = source::Source::new(source, spool, config.max_ingest_bytes)
+                    .context("features.source")?;
+                Some(Arc::new(source))
+            }
+            None => None,
+        };
         let features = Arc::new(Features {
             dir: dir.clone(),
             publisher: Mutex::new(Publisher { writer, snapshot }),
@@ -115,6 +130,7 @@ impl Features {
                 let max = config.socket_max_connections;
                 Arc::new(Connections::new("features_socket", max))
             }),
+            source: source.clone(),
         });
         features
             .metrics
@@ -126,6 +142,9 @@ impl Features {
                 config.ingest_interval(),
                 config.max_ingest_bytes,
             )?;
+        }
+        if let Some(source) = source {
+            source.spawn(Arc::clone(&features));
         }
         if let Some(interval) = config.verify_interval() {
             let verifying = Arc::clone(&features);
@@ -166,13 +185,19 @@ impl Features {
     /// version and the change stays in memory, published with the next one; the caller gets
     /// the error and may resend (every change is idempotent).
     pub fn apply_now(&self, change: Change) -> Result<Published, PublishError> {
+        self.apply_at(change, 0)
+    }
+
+    /// [`Features::apply_now`], published as version `at_least` if that is above the current
+    /// one (a source's manifest version), else as the next.
+    fn apply_at(&self, change: Change, at_least: u64) -> Result<Published, PublishError> {
         let started = Instant::now();
         let mut publisher = lock(&self.publisher);
         if let Err(error) = change.apply(&mut publisher.snapshot) {
             self.metrics.refused.inc();
             return Err(error.into());
         }
-        let report = self.publish(&mut publisher)?;
+        let report = self.publish(&mut publisher, at_least)?;
         self.metrics.publish.observe(started.elapsed());
         Ok(Published {
             version: report.version,
@@ -181,10 +206,15 @@ impl Features {
         })
     }
 
-    /// Publishes the in-memory snapshot as the next version, and counts it on `/metrics`.
-    fn publish(&self, publisher: &mut Publisher) -> Result<PublishReport, edgewise::StoreError> {
+    /// Publishes the in-memory snapshot as the next version, or as `at_least` if that is
+    /// higher, and counts it on `/metrics`.
+    fn publish(
+        &self,
+        publisher: &mut Publisher,
+        at_least: u64,
+    ) -> Result<PublishReport, edgewise::StoreError> {
         let Publisher { writer, snapshot } = publisher;
-        snapshot.version = writer.version() + 1;
+        snapshot.version = (writer.version() + 1).max(at_least);
         snapshot.created_unix_ms = unix_ms();
         let report = writer
             .publish(snapshot)
@@ -208,7 +238,7 @@ impl Features {
             %error,
             "the published feature file is damaged: publishing the snapshot again"
         );
-        match self.publish(&mut publisher) {
+        match self.publish(&mut publisher, 0) {
             Ok(report) => Some(report.version),
             Err(error) => {
                 tracing::error!(%error, "publishing the snapshot again failed");
@@ -247,7 +277,12 @@ impl Features {
                 guard.version()
             ),
         });
-        read.map_err(|e| format!("store unreadable: {e}"))
+        let read = read.map_err(|e| format!("store unreadable: {e}"))?;
+        // A failing source is shown, not failed: the last good version serves meanwhile.
+        Ok(match &self.source {
+            Some(source) => format!("{read}; {}", source.describe()),
+            None => read,
+        })
     }
 
     /// Runs `f` on the current version, read through a reader from the pool (a new one if
@@ -339,6 +374,9 @@ impl Features {
         if let Some(socket) = &self.socket {
             socket.render(page);
         }
+        if let Some(source) = &self.source {
+            source.render(page);
+        }
     }
 }
 
@@ -367,14 +405,14 @@ impl Metrics {
 
 /// The snapshot changes continue from: the last published, or the one before it if the
 /// current version's file is damaged (published again, since readers have none to read); a
-/// new store gets an empty first version, so readers can open it at once.
-fn resume(writer: &mut FeatureWriter) -> anyhow::Result<FeatureSnapshot> {
+/// new store gets an empty version `first`, so readers can open it at once.
+fn resume(writer: &mut FeatureWriter, first: u64) -> anyhow::Result<FeatureSnapshot> {
     let intact = writer
         .last_intact()
         .context("reading the last published features (the previous copy is damaged too)")?;
     let Some(mut snapshot) = intact else {
         let empty = FeatureSnapshot {
-            version: 1,
+            version: first,
             created_unix_ms: unix_ms(),
             tables: Vec::new(),
         };

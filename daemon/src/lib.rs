@@ -24,10 +24,11 @@ pub use api::{App, HOSTS_CONTENT_TYPE, HOSTS_VERSION_HEADER, router};
 pub use auth::Auth;
 pub use config::{
     ApiConfig, Config, FeaturesConfig, HostsConfig, LogConfig, LogFormat, MemcachedConfig,
-    Overrides, ServerConfig, TlsConfig, TokensConfig, WorkspaceSettings,
+    Overrides, ServerConfig, SourceConfig, TlsConfig, TokensConfig, WorkspaceSettings,
 };
 pub use features::{
-    Change, ChangeError, Delete, Features, PublishError, Published as FeaturesPublished, Upsert,
+    Change, ChangeError, Delete, Features, Manifest, PublishError, Published as FeaturesPublished,
+    Pushed, Upsert, check_url as check_source_url, push as push_snapshot,
 };
 pub use hosts::{HostTables, Published, Reload};
 pub use server::Server;

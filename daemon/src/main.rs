@@ -3,12 +3,17 @@
 // Input from outside must be handled, not unwrapped.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{
+    path::{Path, PathBuf},
+    process::ExitCode,
+};
+
+use anyhow::Context;
 
 use clap::{Parser, Subcommand};
 use edgewise_daemon::{
-    Auth, Config, HostTables, Overrides, Server, check_tls, init_telemetry, log_filter,
-    shutdown_signal,
+    Auth, Config, HostTables, Overrides, Server, SourceConfig, check_source_url, check_tls,
+    init_telemetry, log_filter, push_snapshot, shutdown_signal,
 };
 
 /// edgewise sidecar daemon. Runs with no configuration at all; a TOML file, environment
@@ -32,12 +37,37 @@ enum Command {
         /// The file to check.
         path: PathBuf,
     },
+    /// Feature snapshots in object storage.
+    #[command(subcommand)]
+    Snapshot(SnapshotCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum SnapshotCommand {
+    /// Upload a snapshot file (.parquet, .csv or .ewfs) and point the manifest at it; every
+    /// daemon polling the source then publishes it. Credentials and client settings come from
+    /// the environment and `[features.source]` of --config.
+    Push {
+        /// The snapshots' prefix, e.g. s3://bucket/features (default: features.source.url).
+        #[arg(long)]
+        source: Option<String>,
+        /// Table of rows that do not name one (default: the file's name without extension).
+        #[arg(long)]
+        table: Option<String>,
+        /// The snapshot file.
+        file: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match &cli.command {
         Some(Command::CheckConfig { path }) => check_config(path, &cli.overrides),
+        Some(Command::Snapshot(SnapshotCommand::Push {
+            source,
+            table,
+            file,
+        })) => push(&cli, source.as_deref(), table.as_deref(), file),
         None => serve(&cli),
     };
     match outcome {
@@ -69,6 +99,30 @@ fn check_config(path: &std::path::Path, overrides: &Overrides) -> anyhow::Result
         eprintln!("edgewised: warning: {warning}");
     }
     println!("{}: ok\n{config:#?}", path.display());
+    Ok(())
+}
+
+fn push(cli: &Cli, url: Option<&str>, table: Option<&str>, file: &Path) -> anyhow::Result<()> {
+    let config = Config::load(cli.config.as_deref(), &cli.overrides)?;
+    let mut source = match (config.features.source, url) {
+        (Some(source), _) => source,
+        (None, Some(url)) => SourceConfig::new(url),
+        (None, None) => anyhow::bail!("no source: give --source or features.source.url"),
+    };
+    if let Some(url) = url {
+        source.url = url.to_owned();
+    }
+    check_source_url(&source.url).with_context(|| format!("--source {:?}", source.url))?;
+    let max_bytes = config.features.max_ingest_bytes;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let pushed = runtime.block_on(push_snapshot(&source, file, table, max_bytes))?;
+    println!("{}", serde_json::to_string_pretty(&pushed.manifest)?);
+    eprintln!(
+        "edgewised: pushed version {} ({} rows, {} bytes)",
+        pushed.manifest.version, pushed.rows, pushed.manifest.size
+    );
     Ok(())
 }
 

@@ -197,11 +197,10 @@ fn config_keys() -> Vec<String> {
         }
     }
     let mut keys = Vec::new();
-    walk(
-        "",
-        &serde_json::to_value(Config::default()).unwrap(),
-        &mut keys,
-    );
+    // Optional tables are walked as they are when set.
+    let mut config = Config::default();
+    config.features.source = Some(crate::SourceConfig::new("s3://bucket/prefix"));
+    walk("", &serde_json::to_value(config).unwrap(), &mut keys);
     keys
 }
 

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use edgewise::FeatureSnapshot;
+use edgewise::{FeatureSnapshot, FeatureTable};
 use serde::Deserialize;
 
 use super::ingest::csv::MAX_DIMENSION;
@@ -22,14 +22,9 @@ pub enum Change {
         /// Rows to remove (absent rows are no error).
         deletes: Vec<Delete>,
     },
-    /// A table replaced wholesale (a `<table>.csv` file).
-    ReplaceTable {
-        /// The table.
-        table: String,
-        /// Its new rows.
-        rows: HashMap<u64, Vec<f32>>,
-    },
-    /// Everything replaced (a native archive file).
+    /// Tables replaced wholesale, the others kept (a `<table>.csv` or Parquet file).
+    ReplaceTables(Vec<FeatureTable>),
+    /// Everything replaced (a native archive file, a snapshot from the source).
     ReplaceAll(FeatureSnapshot),
 }
 
@@ -110,8 +105,10 @@ impl Change {
                 }
                 snapshot.tables.retain(|t| !t.rows.is_empty());
             }
-            Change::ReplaceTable { table, rows } => {
-                snapshot.table_mut(&table).rows = rows;
+            Change::ReplaceTables(tables) => {
+                for table in tables {
+                    snapshot.table_mut(&table.name).rows = table.rows;
+                }
                 snapshot.tables.retain(|t| !t.rows.is_empty());
             }
             Change::ReplaceAll(all) => snapshot.tables = all.tables,
@@ -131,35 +128,36 @@ impl Change {
                 }
                 dimensions.count()
             }
-            Change::ReplaceTable { table, rows } => {
-                table_name(table)?;
-                let mut dimensions = Dimensions::default();
-                for (key, values) in rows {
-                    row(table, *key, values)?;
-                    dimensions.check(table, *key, values.len())?;
+            Change::ReplaceTables(tables) => {
+                whole_tables(tables)?;
+                let mut all = Dimensions::of(snapshot);
+                for table in tables {
+                    all.0.entry(&table.name).or_insert(0);
                 }
-                let mut tables = Dimensions::of(snapshot);
-                tables.0.entry(table.as_str()).or_insert(0);
-                tables.count()
+                all.count()
             }
-            Change::ReplaceAll(all) => {
-                let mut seen = Dimensions::default();
-                for table in &all.tables {
-                    if seen.0.contains_key(table.name.as_str()) {
-                        return Err(ChangeError::DuplicateTable(table.name.clone()));
-                    }
-                    table_name(&table.name)?;
-                    let mut dimensions = Dimensions::default();
-                    for (key, values) in &table.rows {
-                        row(&table.name, *key, values)?;
-                        dimensions.check(&table.name, *key, values.len())?;
-                    }
-                    seen.0.insert(&table.name, 0);
-                }
-                seen.count()
-            }
+            Change::ReplaceAll(all) => whole_tables(&all.tables)?.count(),
         }
     }
+}
+
+/// Checks tables that replace others whole: each named once, each row valid and of its
+/// table's length.
+fn whole_tables(tables: &[FeatureTable]) -> Result<Dimensions<'_>, ChangeError> {
+    let mut seen = Dimensions::default();
+    for table in tables {
+        if seen.0.contains_key(table.name.as_str()) {
+            return Err(ChangeError::DuplicateTable(table.name.clone()));
+        }
+        table_name(&table.name)?;
+        let mut dimensions = Dimensions::default();
+        for (key, values) in &table.rows {
+            row(&table.name, *key, values)?;
+            dimensions.check(&table.name, *key, values.len())?;
+        }
+        seen.0.insert(&table.name, 0);
+    }
+    Ok(seen)
 }
 
 /// Row length per table (0: not known yet).

@@ -1,7 +1,9 @@
 //! Snapshot files dropped into the ingest directory.
 //!
-//! `<table>.csv` replaces one table (format in [`csv`]); `<name>.ewfs` (an archive written by
-//! `edgewise::FeatureSnapshot::to_archive`) replaces every table. A file is taken once its size
+//! `<table>.csv` replaces one table (format in [`csv`]); `<table>.parquet` the table it names
+//! or, with a `table` column, the tables that column names (format in [`parquet`]);
+//! `<name>.ewfs` (an archive written by `edgewise::FeatureSnapshot::to_archive`) replaces
+//! every table. A file is taken once its size
 //! and modification time held still over one scan interval; names starting with `.` are
 //! ignored, so writing to `.name` and renaming it in is the safe way to drop one.
 //! Each file becomes one published version and is moved to `done/`; a bad file changes nothing
@@ -16,6 +18,7 @@
 //! created anew, never through a link left in its place.
 
 pub(super) mod csv;
+pub(super) mod parquet;
 
 use std::{
     collections::HashMap,
@@ -28,7 +31,7 @@ use std::{
 };
 
 use anyhow::Context;
-use edgewise::FeatureSnapshot;
+use edgewise::{FeatureSnapshot, FeatureTable};
 
 use super::{Change, Features, PublishError, Published, change::table_name};
 
@@ -138,43 +141,130 @@ fn reject(features: &Features, dir: &Path, path: &Path, name: &str, error: &anyh
     }
 }
 
-/// Writes `reason` to a file made anew at `path`: whatever was there (an earlier `.error`, or
-/// a symlink someone left to make the daemon write elsewhere) is removed, and the file is
-/// created with `O_EXCL | O_NOFOLLOW`, so a link put back in between fails the write.
+/// Writes `reason` to a file made anew at `path` (see [`create_anew`]).
 fn write_new(path: &Path, reason: &str) -> std::io::Result<()> {
+    create_anew(path, 0o640)?.write_all(format!("{reason}\n").as_bytes())
+}
+
+/// A file made anew at `path`, open to read and write: whatever was there (an earlier file, or
+/// a symlink someone left to make the daemon write elsewhere) is removed, and the file is
+/// created with `O_EXCL | O_NOFOLLOW`, so a link put back in between fails the open.
+pub(super) fn create_anew(path: &Path, mode: u32) -> std::io::Result<fs::File> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
         _ => {}
     }
-    let mut file = fs::OpenOptions::new()
+    fs::OpenOptions::new()
+        .read(true)
         .write(true)
         .create_new(true)
         .custom_flags(libc::O_NOFOLLOW)
-        .mode(0o640)
-        .open(path)?;
-    file.write_all(format!("{reason}\n").as_bytes())
+        .mode(mode)
+        .open(path)
 }
 
 fn read(path: &Path, name: &str, max_bytes: u64) -> anyhow::Result<Change> {
-    let kind = if let Some(table) = name.strip_suffix(".csv") {
-        table_name(table)?;
-        Some(table)
-    } else if name.ends_with(".ewfs") {
-        None
-    } else {
-        anyhow::bail!("unknown snapshot file type: expected <table>.csv or <name>.ewfs")
+    let Some((format, stem)) = Format::of(name) else {
+        anyhow::bail!(
+            "unknown snapshot file type: expected <table>.csv, <table>.parquet or <name>.ewfs"
+        )
     };
     let bytes = read_dropped(path, max_bytes)?;
-    match kind {
-        Some(table) => {
+    let contents = Contents::Bytes(bytes.into());
+    Ok(match decode(format, contents, Some(stem), max_bytes)? {
+        Decoded::Tables(tables) => Change::ReplaceTables(tables),
+        Decoded::All(snapshot) => Change::ReplaceAll(snapshot),
+    })
+}
+
+/// A snapshot file's format, known from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
+    /// `<table>.csv`, see [`csv`].
+    Csv,
+    /// `<table>.parquet`, see [`parquet`].
+    Parquet,
+    /// `<name>.ewfs`, an archive of every table.
+    Archive,
+}
+
+impl Format {
+    /// The format of a file called `name`, and the name without its extension.
+    pub(super) fn of(name: &str) -> Option<(Format, &str)> {
+        [
+            (".csv", Format::Csv),
+            (".parquet", Format::Parquet),
+            (".ewfs", Format::Archive),
+        ]
+        .into_iter()
+        .find_map(|(suffix, format)| Some((format, name.strip_suffix(suffix)?)))
+    }
+}
+
+/// A snapshot file's bytes, in memory or in a file of its own.
+#[derive(Debug)]
+pub(super) enum Contents {
+    Bytes(bytes::Bytes),
+    File(fs::File),
+}
+
+/// What a snapshot file holds.
+#[derive(Debug)]
+pub(super) enum Decoded {
+    /// Some tables (CSV, Parquet).
+    Tables(Vec<FeatureTable>),
+    /// Every table (an archive).
+    All(FeatureSnapshot),
+}
+
+impl Decoded {
+    /// Every table the file holds.
+    pub(super) fn into_tables(self) -> Vec<FeatureTable> {
+        match self {
+            Decoded::Tables(tables) => tables,
+            Decoded::All(snapshot) => snapshot.tables,
+        }
+    }
+}
+
+/// Decodes a snapshot file; rows of a CSV file, and of a Parquet file without a `table`
+/// column, belong to `table`. Decoded rows larger than `max_bytes` are refused.
+pub(super) fn decode(
+    format: Format,
+    contents: Contents,
+    table: Option<&str>,
+    max_bytes: u64,
+) -> anyhow::Result<Decoded> {
+    if let (Format::Parquet, Contents::File(file)) = (format, &contents) {
+        let file = file.try_clone().context("reading")?;
+        return Ok(Decoded::Tables(parquet::parse(file, table, max_bytes)?));
+    }
+    let bytes = match contents {
+        Contents::Bytes(bytes) => bytes,
+        Contents::File(file) => {
+            let mut bytes = Vec::new();
+            file.take(max_bytes + 1)
+                .read_to_end(&mut bytes)
+                .context("reading")?;
+            anyhow::ensure!(
+                bytes.len() as u64 <= max_bytes,
+                "larger than {max_bytes} bytes"
+            );
+            bytes.into()
+        }
+    };
+    match format {
+        Format::Csv => {
+            let name = table.context("no table name for the CSV rows")?;
+            table_name(name)?;
             let text = std::str::from_utf8(&bytes)
                 .map_err(|e| anyhow::anyhow!("not UTF-8 text (byte {})", e.valid_up_to()))?;
-            Ok(Change::ReplaceTable {
-                table: table.to_owned(),
-                rows: csv::parse(text)?,
-            })
+            let mut table = FeatureTable::new(name);
+            table.rows = csv::parse(text)?;
+            Ok(Decoded::Tables(vec![table]))
         }
-        None => Ok(Change::ReplaceAll(FeatureSnapshot::from_archive(&bytes)?)),
+        Format::Parquet => Ok(Decoded::Tables(parquet::parse(bytes, table, max_bytes)?)),
+        Format::Archive => Ok(Decoded::All(FeatureSnapshot::from_archive(&bytes)?)),
     }
 }
 

@@ -127,10 +127,9 @@ fn tables_are_replaced_whole_and_limits_hold() {
     )
     .apply(&mut snapshot)
     .unwrap();
-    let replacement = Change::ReplaceTable {
-        table: "user".into(),
-        rows: HashMap::from([(5, vec![9.0])]),
-    };
+    let mut user = FeatureTable::new("user");
+    user.rows.insert(5, vec![9.0]);
+    let replacement = Change::ReplaceTables(vec![user]);
     replacement.apply(&mut snapshot).unwrap();
     assert_eq!(
         rows(&snapshot, "user"),

@@ -1,0 +1,457 @@
+//! Snapshots pulled from object storage: every daemon of a fleet polls one manifest and
+//! publishes the snapshot it names, so nobody pushes to each host.
+//!
+//! A poll is a conditional GET of the manifest (`If-None-Match` with the last ETag seen), so
+//! an idle poll is one small `304`. A new manifest's object is downloaded in chunks to a
+//! file beside the store, its size and SHA-256 checked, decoded, and published as the
+//! manifest's version, replacing every table: the source owns the store's contents.
+//!
+//! A failure of any kind keeps the last good version serving. Failures the store may get
+//! over (unreachable, denied, an object missing or cut short, a store that fails to publish)
+//! are retried after waits that double from 1 s to `retry_max_secs`; a manifest or snapshot
+//! that is wrong in itself (bad JSON, wrong hash, a file that does not decode) is not fetched
+//! again until the manifest changes. Every request has a deadline, and so does each chunk of a
+//! download, so a store that stalls is a failure, not a hang.
+
+mod download;
+mod manifest;
+mod push;
+mod remote;
+
+use std::{
+    hash::BuildHasher,
+    path::PathBuf,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
+};
+
+use object_store::{GetOptions, ObjectStore, path::Path};
+
+pub use manifest::Manifest;
+pub use push::{Pushed, push};
+pub use remote::check_url;
+
+use super::{
+    Change, Features, PublishError,
+    ingest::{Contents, decode},
+    lock,
+};
+use crate::{
+    config::SourceConfig,
+    metrics::{Counter, Exposition, Gauge, Histogram},
+};
+
+/// Why a poll failed; the label of `edgewise_features_source_errors_total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reason {
+    /// No answer in time, a refused connection, a server error.
+    Unreachable,
+    /// The store refused the credentials.
+    Denied,
+    /// The manifest or the object it names is not there.
+    Missing,
+    /// The download ended before the manifest's size.
+    Truncated,
+    /// The manifest or the snapshot is wrong in itself; not retried until the manifest changes.
+    Refused,
+    /// The local store failed to publish.
+    Publish,
+}
+
+const REASONS: [Reason; 6] = [
+    Reason::Unreachable,
+    Reason::Denied,
+    Reason::Missing,
+    Reason::Truncated,
+    Reason::Refused,
+    Reason::Publish,
+];
+
+impl Reason {
+    fn label(self) -> &'static str {
+        match self {
+            Reason::Unreachable => "unreachable",
+            Reason::Denied => "denied",
+            Reason::Missing => "missing",
+            Reason::Truncated => "truncated",
+            Reason::Refused => "refused",
+            Reason::Publish => "publish",
+        }
+    }
+
+    fn of(error: &object_store::Error) -> Reason {
+        match error {
+            object_store::Error::NotFound { .. } => Reason::Missing,
+            object_store::Error::PermissionDenied { .. }
+            | object_store::Error::Unauthenticated { .. } => Reason::Denied,
+            _ => Reason::Unreachable,
+        }
+    }
+}
+
+/// A failed poll: why, and what to log.
+#[derive(Debug)]
+struct Failure {
+    reason: Reason,
+    message: String,
+}
+
+impl Failure {
+    fn new(reason: Reason, message: impl std::fmt::Display) -> Failure {
+        Failure {
+            reason,
+            message: message.to_string(),
+        }
+    }
+
+    fn store(what: &str, error: &object_store::Error) -> Failure {
+        Failure::new(Reason::of(error), format!("{what}: {error}"))
+    }
+
+    fn timeout(what: &str, limit: Duration) -> Failure {
+        Failure::new(
+            Reason::Unreachable,
+            format!("{what}: no answer within {limit:?}"),
+        )
+    }
+}
+
+/// A source and what it last did.
+#[derive(Debug)]
+pub struct Source {
+    config: SourceConfig,
+    store: Arc<dyn ObjectStore>,
+    prefix: Path,
+    manifest: Path,
+    /// The file downloads are written to, in the store's directory.
+    spool: PathBuf,
+    max_bytes: u64,
+    state: Mutex<State>,
+    metrics: Metrics,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    /// ETag of the last manifest dealt with (published, ignored or refused).
+    etag: Option<String>,
+    /// The manifest version published.
+    serving: Option<u64>,
+    /// The last failure and how many polls in a row failed.
+    failing: Option<(Failure, u32)>,
+    last_success: Option<SystemTime>,
+}
+
+#[derive(Debug, Default)]
+struct Metrics {
+    polls: Counter,
+    updates: Counter,
+    errors: [Counter; REASONS.len()],
+    bytes: Counter,
+    version: Gauge,
+    last_success: Gauge,
+    download: Histogram,
+}
+
+impl Source {
+    /// A source from its configuration; downloads go to `spool`, snapshots over `max_bytes`
+    /// (as stored, or as decoded) are refused.
+    pub fn new(config: &SourceConfig, spool: PathBuf, max_bytes: u64) -> anyhow::Result<Source> {
+        let (store, prefix) = remote::open(config)?;
+        let manifest = remote::under(&prefix, &config.manifest);
+        Ok(Source {
+            config: config.clone(),
+            store,
+            prefix,
+            manifest,
+            spool,
+            max_bytes,
+            state: Mutex::new(State::default()),
+            metrics: Metrics::default(),
+        })
+    }
+
+    /// Polls until the process ends: the first poll at once, then every poll interval plus
+    /// jitter, or after a backoff while polls fail. A restarted daemon's store already holds
+    /// the version it last published: manifests up to it are not downloaded again.
+    pub fn spawn(self: Arc<Self>, features: Arc<Features>) {
+        let resumed = lock(&features.publisher).writer.version();
+        lock(&self.state).serving = (resumed > 0).then_some(resumed);
+        self.metrics.version.set(resumed as i64);
+        tokio::spawn(async move {
+            loop {
+                let failed = match self.poll(&features).await {
+                    Ok(()) => 0,
+                    Err(failure) => self.failed(failure),
+                };
+                let wait = match failed {
+                    0 => Duration::from_secs(self.config.poll_interval_secs),
+                    n => backoff(n, Duration::from_secs(self.config.retry_max_secs)),
+                };
+                tokio::time::sleep(wait + jitter(self.config.poll_jitter_ms)).await;
+            }
+        });
+    }
+
+    /// Records a failure; the number of polls in a row that failed.
+    fn failed(&self, failure: Failure) -> u32 {
+        let index = REASONS.iter().position(|r| *r == failure.reason);
+        self.metrics.errors[index.unwrap_or(0)].inc();
+        let mut state = lock(&self.state);
+        let count = state.failing.as_ref().map_or(0, |(_, n)| *n) + 1;
+        tracing::error!(
+            reason = failure.reason.label(),
+            error = %failure.message,
+            failures = count,
+            serving = state.serving,
+            "feature source: poll failed, the last good version keeps serving"
+        );
+        state.failing = Some((failure, count));
+        count
+    }
+
+    /// One poll: the manifest, and if it is new, its snapshot.
+    async fn poll(&self, features: &Arc<Features>) -> Result<(), Failure> {
+        self.metrics.polls.inc();
+        let etag = lock(&self.state).etag.clone();
+        let Some((manifest, etag)) = self.manifest(etag).await? else {
+            return self.succeeded(None);
+        };
+        let outcome = self.take(features, &manifest).await;
+        if matches!(
+            &outcome,
+            Ok(_)
+                | Err(Failure {
+                    reason: Reason::Refused,
+                    ..
+                })
+        ) {
+            // Dealt with: polls wait for the next manifest.
+            lock(&self.state).etag = etag;
+        }
+        self.succeeded(outcome?)
+    }
+
+    fn succeeded(&self, published: Option<u64>) -> Result<(), Failure> {
+        let now = SystemTime::now();
+        let mut state = lock(&self.state);
+        if let Some((failure, count)) = state.failing.take() {
+            // A refusal stands until a new manifest replaces it.
+            if failure.reason == Reason::Refused && published.is_none() {
+                state.failing = Some((failure, count));
+            } else {
+                tracing::info!(failures = count, "feature source: polls succeed again");
+            }
+        }
+        if let Some(version) = published {
+            state.serving = Some(version);
+            self.metrics.version.set(version as i64);
+        }
+        state.last_success = Some(now);
+        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        self.metrics.last_success.set(secs as i64);
+        Ok(())
+    }
+
+    /// The manifest and its ETag, or None if it has not changed since `etag`.
+    async fn manifest(
+        &self,
+        etag: Option<String>,
+    ) -> Result<Option<(Manifest, Option<String>)>, Failure> {
+        let limit = Duration::from_millis(self.config.request_timeout_ms);
+        let options = GetOptions {
+            if_none_match: etag,
+            ..GetOptions::default()
+        };
+        let get = async {
+            let result = self.store.get_opts(&self.manifest, options).await?;
+            if result.meta.size > manifest::MAX_BYTES {
+                return Ok(Err(result.meta.size));
+            }
+            let etag = result.meta.e_tag.clone();
+            result.bytes().await.map(|bytes| Ok((bytes, etag)))
+        };
+        let (bytes, etag) = match tokio::time::timeout(limit, get).await {
+            Err(_) => return Err(Failure::timeout("manifest", limit)),
+            Ok(Err(object_store::Error::NotModified { .. })) => return Ok(None),
+            Ok(Err(error)) => return Err(Failure::store("manifest", &error)),
+            Ok(Ok(Err(size))) => {
+                let message = format!("manifest: {size} bytes, more than a manifest holds");
+                return Err(Failure::new(Reason::Refused, message));
+            }
+            Ok(Ok(Ok(got))) => got,
+        };
+        match Manifest::parse(&bytes) {
+            Ok(manifest) => Ok(Some((manifest, etag))),
+            Err(error) => {
+                // Not retried until it changes.
+                lock(&self.state).etag = etag;
+                Err(Failure::new(Reason::Refused, format!("{error:#}")))
+            }
+        }
+    }
+
+    /// Downloads, checks, decodes and publishes the snapshot `manifest` names, unless it is not
+    /// newer than the one served; the manifest version published, if it was.
+    async fn take(
+        &self,
+        features: &Arc<Features>,
+        manifest: &Manifest,
+    ) -> Result<Option<u64>, Failure> {
+        let serving = lock(&self.state).serving;
+        if serving.is_some_and(|v| manifest.version <= v) {
+            tracing::warn!(
+                manifest = manifest.version,
+                serving,
+                "feature source: the manifest is not newer than the version served; ignored"
+            );
+            return Ok(None);
+        }
+        let refused = |error: anyhow::Error| Failure::new(Reason::Refused, format!("{error:#}"));
+        let format = manifest.format().map_err(refused)?;
+        if manifest.size > self.max_bytes {
+            let message = format!(
+                "the snapshot is {} bytes, more than features.max_ingest_bytes ({})",
+                manifest.size, self.max_bytes
+            );
+            return Err(Failure::new(Reason::Refused, message));
+        }
+        tracing::info!(
+            version = manifest.version,
+            object = %manifest.object,
+            bytes = manifest.size,
+            "feature source: downloading a new snapshot"
+        );
+        let started = Instant::now();
+        let object = remote::under(&self.prefix, &manifest.object);
+        let file = download::fetch(self, &object, manifest).await?;
+        self.metrics.download.observe(started.elapsed());
+        self.metrics.bytes.add(manifest.size);
+
+        let (features, max_bytes) = (Arc::clone(features), self.max_bytes);
+        let (version, table) = (manifest.version, manifest.table.clone());
+        let published = tokio::task::spawn_blocking(move || {
+            let decoded = decode(format, Contents::File(file), table.as_deref(), max_bytes)
+                .map_err(refused)?;
+            let change = Change::ReplaceAll(edgewise::FeatureSnapshot {
+                version,
+                created_unix_ms: 0,
+                tables: decoded.into_tables(),
+            });
+            let _open = match lock(&features.ingest_gate) {
+                closed if *closed => {
+                    return Err(Failure::new(Reason::Publish, "shutting down"));
+                }
+                open => open,
+            };
+            features
+                .apply_at(change, version)
+                .map_err(|error| match error {
+                    PublishError::Invalid(error) => Failure::new(Reason::Refused, error),
+                    error => Failure::new(Reason::Publish, error),
+                })
+        })
+        .await
+        .unwrap_or_else(|join| Err(Failure::new(Reason::Publish, join)))?;
+        self.metrics.updates.inc();
+        tracing::info!(
+            version = published.version,
+            keys = published.keys,
+            "feature source: snapshot published"
+        );
+        if published.version != version {
+            tracing::warn!(
+                manifest = version,
+                published = published.version,
+                "feature source: the store was past the manifest's version (a local change?); \
+                 published above it"
+            );
+        }
+        Ok(Some(version))
+    }
+
+    /// What the source last did, for `/readyz`.
+    pub fn describe(&self) -> String {
+        let state = lock(&self.state);
+        let serving = match state.serving {
+            Some(version) => format!("manifest version {version}"),
+            None => "no manifest published yet".to_owned(),
+        };
+        match &state.failing {
+            None => format!("source: {serving}"),
+            Some((failure, count)) => format!(
+                "source: {serving}; {count} poll(s) failed ({}): {}",
+                failure.reason.label(),
+                failure.message
+            ),
+        }
+    }
+
+    /// Appends the `edgewise_features_source_*` families.
+    pub fn render(&self, page: &mut Exposition) {
+        let m = &self.metrics;
+        page.counter(
+            "edgewise_features_source_polls_total",
+            "Manifest polls.",
+            m.polls.get(),
+        );
+        page.counter(
+            "edgewise_features_source_updates_total",
+            "Snapshots downloaded from the source and published.",
+            m.updates.get(),
+        );
+        page.counter(
+            "edgewise_features_source_downloaded_bytes_total",
+            "Snapshot bytes downloaded and checked.",
+            m.bytes.get(),
+        );
+        let name = "edgewise_features_source_errors_total";
+        page.family(
+            name,
+            "counter",
+            "Failed polls by reason (the last good version kept serving).",
+        );
+        for (reason, counter) in REASONS.iter().zip(&m.errors) {
+            page.sample(name, &[("reason", reason.label())], counter.get());
+        }
+        page.gauge(
+            "edgewise_features_source_version",
+            "Manifest version of the snapshot published from the source (0: none yet).",
+            m.version.get(),
+        );
+        page.gauge(
+            "edgewise_features_source_last_success_timestamp_seconds",
+            "When a poll last succeeded, seconds since the Unix epoch (0: never).",
+            m.last_success.get(),
+        );
+        let name = "edgewise_features_source_download_seconds";
+        page.family(name, "histogram", "Time to download and check a snapshot.");
+        page.histogram(name, &[], &m.download);
+    }
+}
+
+/// The wait after `failures` polls in a row failed: 1 s, doubling, at most `max`.
+fn backoff(failures: u32, max: Duration) -> Duration {
+    let doubled = Duration::from_secs(1).saturating_mul(1 << failures.saturating_sub(1).min(20));
+    doubled.min(max)
+}
+
+/// A random wait of at most `max_ms`.
+fn jitter(max_ms: u64) -> Duration {
+    let random = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
+    Duration::from_millis(random % (max_ms + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_back_off_to_the_cap() {
+        let max = Duration::from_secs(300);
+        let waits: Vec<u64> = (1..=11).map(|n| backoff(n, max).as_secs()).collect();
+        assert_eq!(waits, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300]);
+        assert_eq!(backoff(u32::MAX, max), max);
+        assert!((0..100).all(|_| jitter(50) <= Duration::from_millis(50)));
+        assert_eq!(jitter(0), Duration::ZERO);
+    }
+}
