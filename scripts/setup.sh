@@ -4,7 +4,8 @@
 #
 #   scripts/setup.sh          what the demo, the worker build and a deploy need
 #   scripts/setup.sh --test   also what scripts/test.sh needs (Miri, systemd-analyze, a C++
-#                             compiler for libFuzzer, rustfmt and clippy)
+#                             compiler for libFuzzer, rustfmt and clippy, a JRE and s3proxy,
+#                             pyarrow)
 #
 # The downloads (npm packages, Debian packages) run in the background while the two Rust tools
 # compile, which is most of a first run.
@@ -49,6 +50,9 @@ command -v memcached >/dev/null 2>&1 || packages+=(memcached)
 if ((for_tests)); then
   command -v systemd-analyze >/dev/null 2>&1 || packages+=(systemd)
   command -v c++ >/dev/null 2>&1 || packages+=(g++)
+  # s3proxy (the S3 API server of the feature source tests) runs on Java 17 or later.
+  command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
+  python3 -m pip --version >/dev/null 2>&1 || packages+=(python3 python3-pip)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
   log "apt-get install ${packages[*]} (in the background, log: $STATE_DIR/setup/apt.log)"
@@ -58,6 +62,21 @@ if [ "${#packages[@]}" -gt 0 ]; then
     $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
       "${packages[@]}") >"$STATE_DIR/setup/apt.log" 2>&1 &
   background+=("$!:apt")
+fi
+
+# The feature source tests (tests/tests/source.rs): s3proxy from Maven Central, checked against
+# its pinned SHA-256 (pyarrow follows, once the Debian packages are in).
+if ((for_tests)); then
+  mkdir -p "$STATE_DIR/tools"
+  jar="$STATE_DIR/tools/s3proxy-2.6.0.jar"
+  jar_sha256=12e5e88d805cfed07f7d88b4a44a0d8ecb9f9d3cebeb544bb34fbc4ded1049d8
+  if [ "$(sha256sum "$jar" 2>/dev/null | cut -d' ' -f1)" != "$jar_sha256" ]; then
+    log "downloading s3proxy 2.6.0 (Maven Central)"
+    curl -sSfL --retry 3 -o "$jar.part" \
+      https://repo1.maven.org/maven2/org/gaul/s3proxy/2.6.0/s3proxy-2.6.0-jar-with-dependencies.jar
+    [ "$(sha256sum "$jar.part" | cut -d' ' -f1)" = "$jar_sha256" ] || die "s3proxy: SHA-256 mismatch"
+    mv "$jar.part" "$jar"
+  fi
 fi
 
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
@@ -118,5 +137,17 @@ for job in "${background[@]}"; do
     die "$name failed (log: $STATE_DIR/setup/$name.log)"
   fi
 done
+
+# pyarrow from PyPI (the source tests write Parquet with it), into a directory of ours: the
+# system's Python stays as it is (PIP_BREAK_SYSTEM_PACKAGES only lifts Debian's guard against
+# installing into it, which --target does not do).
+if ((for_tests)); then
+  pyarrow=26.0.1
+  if ! PYTHONPATH="$STATE_DIR/python" python3 -c "import pyarrow, sys; sys.exit(pyarrow.__version__ != '$pyarrow')" 2>/dev/null; then
+    log "pip install pyarrow $pyarrow (into $STATE_DIR/python)"
+    PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
+      --upgrade --target "$STATE_DIR/python" "pyarrow==$pyarrow"
+  fi
+fi
 
 log "setup complete"

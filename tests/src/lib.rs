@@ -4,6 +4,7 @@
 //! README's test command runs first), or `EDGEWISED_BIN` if set.
 
 mod memcached;
+pub mod s3proxy;
 mod tls;
 
 pub use memcached::{Memcached, free_port};
