@@ -27,6 +27,7 @@ use edgewise::{
 };
 
 pub use change::{Change, ChangeError, Delete, Upsert};
+pub use ingest::read_file as read_snapshot_file;
 pub use source::{Manifest, Pushed, check_url, push};
 
 use crate::{

@@ -177,6 +177,30 @@ fn read(path: &Path, name: &str, max_bytes: u64) -> anyhow::Result<Change> {
     })
 }
 
+/// The tables of snapshot file `path`, decoded as the ingest directory and a source decode
+/// them: its format from its name, rows without a table in `table` or the table the file is
+/// named after, at most `max_bytes` of rows.
+pub fn read_file(
+    path: &Path,
+    table: Option<&str>,
+    max_bytes: u64,
+) -> anyhow::Result<Vec<FeatureTable>> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_default();
+    let (format, stem) = Format::of(name)
+        .context("the file's name must end in .parquet, .csv or .ewfs (its format)")?;
+    let file = fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let decoded = decode(
+        format,
+        Contents::File(file),
+        Some(table.unwrap_or(stem)),
+        max_bytes,
+    )?;
+    Ok(decoded.into_tables())
+}
+
 /// A snapshot file's format, known from its name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Format {
@@ -243,7 +267,7 @@ pub(super) fn decode(
         Contents::Bytes(bytes) => bytes,
         Contents::File(file) => {
             let mut bytes = Vec::new();
-            file.take(max_bytes + 1)
+            file.take(max_bytes.saturating_add(1))
                 .read_to_end(&mut bytes)
                 .context("reading")?;
             anyhow::ensure!(
@@ -295,7 +319,7 @@ fn read_dropped(path: &Path, max_bytes: u64) -> anyhow::Result<Vec<u8>> {
         );
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(max_bytes + 1)
+    file.take(max_bytes.saturating_add(1))
         .read_to_end(&mut bytes)
         .context("reading")?;
     if bytes.len() as u64 > max_bytes {

@@ -17,7 +17,7 @@ use tokio::io::AsyncWriteExt;
 use super::{
     super::{
         Change,
-        ingest::{Contents, Format, decode},
+        ingest::{Format, read_file},
     },
     Manifest, manifest, remote,
 };
@@ -54,8 +54,7 @@ pub async fn push(
     let path = file.to_owned();
     let hint = table.clone();
     let (rows, size, sha256) =
-        tokio::task::spawn_blocking(move || check(&path, format, hint.as_deref(), max_bytes))
-            .await??;
+        tokio::task::spawn_blocking(move || check(&path, hint.as_deref(), max_bytes)).await??;
 
     let (store, prefix) = remote::open(config)?;
     let manifest_path = remote::under(&prefix, &config.manifest);
@@ -85,23 +84,22 @@ pub async fn push(
 /// Decodes and validates the file as a daemon would; its rows, size and SHA-256.
 fn check(
     path: &FsPath,
-    format: Format,
     table: Option<&str>,
     max_bytes: u64,
 ) -> anyhow::Result<(usize, u64, String)> {
-    let open = || std::fs::File::open(path).with_context(|| format!("opening {}", path.display()));
-    let decoded = decode(format, Contents::File(open()?), table, max_bytes)
-        .with_context(|| format!("{} would be refused", path.display()))?;
+    let refused = || format!("{} would be refused", path.display());
+    let tables = read_file(path, table, max_bytes).with_context(refused)?;
     let mut snapshot = FeatureSnapshot::default();
     Change::ReplaceAll(FeatureSnapshot {
-        tables: decoded.into_tables(),
+        tables,
         ..FeatureSnapshot::default()
     })
     .apply(&mut snapshot)
-    .with_context(|| format!("{} would be refused", path.display()))?;
+    .with_context(refused)?;
     let rows = snapshot.tables.iter().map(|t| t.rows.len()).sum();
 
-    let mut file = open()?;
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut hash = Sha256::new();
     let mut buffer = vec![0; 1 << 20];
     let mut size = 0u64;
