@@ -265,6 +265,17 @@ fn a_bad_snapshot_or_manifest_leaves_the_last_good_version_serving() {
         "{}",
         readiness(&daemon)
     );
+    // Refused, it is not fetched again: later polls are 304s.
+    let downloaded = metric(&daemon, "edgewise_features_source_downloaded_bytes_total");
+    let polls = metric(&daemon, "edgewise_features_source_polls_total");
+    wait_until(WAIT, || {
+        metric(&daemon, "edgewise_features_source_polls_total") >= polls + 2.0
+    });
+    assert_eq!(
+        metric(&daemon, "edgewise_features_source_downloaded_bytes_total"),
+        downloaded
+    );
+    assert_eq!(errors(&daemon, "refused"), 1.0);
 
     // A manifest naming an object that is not there.
     let manifest = serde_json::json!({

@@ -26,8 +26,9 @@ use edgewise::FeatureReader;
 use edgewise_benches::loadgen::flags;
 use edgewise_daemon::{SourceConfig, push_snapshot, read_snapshot_file};
 use edgewise_tests::{
-    Daemon, SECRET,
+    Daemon, SECRET, http_authorized,
     s3proxy::{ACCESS_KEY, S3Proxy, SECRET_KEY},
+    sample,
 };
 use parquet::{arrow::ArrowWriter, basic::Compression, file::properties::WriterProperties};
 
@@ -250,17 +251,19 @@ fn fleet(dir: &Path, args: Args) -> anyhow::Result<()> {
         pushed.manifest.size as f64 / 1e6
     );
     println!(
-        "| run | push (upload + manifest) s | first daemon serving s | last daemon serving s |"
+        "| run | push (check, upload, manifest) s | first daemon serving s | last daemon serving s | download s, mean of daemons |"
     );
-    println!("|---|---:|---:|---:|");
+    println!("|---|---:|---:|---:|---:|");
     for run in 1..=3 {
         // A new object each run: the version is in its name, the bytes are the same.
+        let downloading = download_secs(&daemons);
         let started = Instant::now();
         let pushed = runtime.block_on(push_snapshot(&source, &snapshot, Some("t"), u64::MAX))?;
         let upload = started.elapsed().as_secs_f64();
         let (first, last) = wait(&stores, pushed.manifest.version, Duration::from_secs(600))?;
+        let download = (download_secs(&daemons) - downloading) / daemons.len() as f64;
         println!(
-            "| {run} | {upload:.2} | {:.2} | {:.2} |",
+            "| {run} | {upload:.2} | {:.2} | {:.2} | {download:.2} |",
             (first - started).as_secs_f64(),
             (last - started).as_secs_f64()
         );
@@ -288,6 +291,15 @@ fn start(store: &Path, s3: &S3Proxy) -> anyhow::Result<Daemon> {
             ("AWS_SECRET_ACCESS_KEY", SECRET_KEY),
         ],
     ))
+}
+
+/// Seconds the daemons spent downloading snapshots so far, summed.
+fn download_secs(daemons: &[Daemon]) -> f64 {
+    let series = "edgewise_features_source_download_seconds_sum";
+    daemons
+        .iter()
+        .map(|d| sample(&http_authorized(d.addr, "/metrics").1, series).unwrap_or(0.0))
+        .sum()
 }
 
 /// When the first and the last of `stores` served `version`.

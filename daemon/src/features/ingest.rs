@@ -259,13 +259,13 @@ pub(super) fn decode(
     table: Option<&str>,
     max_bytes: u64,
 ) -> anyhow::Result<Decoded> {
-    if let (Format::Parquet, Contents::File(file)) = (format, &contents) {
-        let file = file.try_clone().context("reading")?;
-        return Ok(Decoded::Tables(parquet::parse(file, table, max_bytes)?));
-    }
-    let bytes = match contents {
-        Contents::Bytes(bytes) => bytes,
-        Contents::File(file) => {
+    let bytes = match (format, contents) {
+        // Parquet is read where it lies: its footer first, then the columns it needs.
+        (Format::Parquet, Contents::File(file)) => {
+            return Ok(Decoded::Tables(parquet::parse(file, table, max_bytes)?));
+        }
+        (_, Contents::Bytes(bytes)) => bytes,
+        (_, Contents::File(file)) => {
             let mut bytes = Vec::new();
             file.take(max_bytes.saturating_add(1))
                 .read_to_end(&mut bytes)

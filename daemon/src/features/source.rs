@@ -325,7 +325,6 @@ impl Source {
         let object = remote::under(&self.prefix, &manifest.object);
         let file = download::fetch(self, &object, manifest).await?;
         self.metrics.download.observe(started.elapsed());
-        self.metrics.bytes.add(manifest.size);
 
         let (features, max_bytes) = (Arc::clone(features), self.max_bytes);
         let (version, table) = (manifest.version, manifest.table.clone());
@@ -337,12 +336,11 @@ impl Source {
                 created_unix_ms: 0,
                 tables: decoded.into_tables(),
             });
-            let _open = match lock(&features.ingest_gate) {
-                closed if *closed => {
-                    return Err(Failure::new(Reason::Publish, "shutting down"));
-                }
-                open => open,
-            };
+            // Held through the publish: shutdown waits for it, and none starts after.
+            let closed = lock(&features.ingest_gate);
+            if *closed {
+                return Err(Failure::new(Reason::Publish, "shutting down"));
+            }
             features
                 .apply_at(change, version)
                 .map_err(|error| match error {
@@ -401,7 +399,7 @@ impl Source {
         );
         page.counter(
             "edgewise_features_source_downloaded_bytes_total",
-            "Snapshot bytes downloaded and checked.",
+            "Snapshot bytes downloaded, whole or not.",
             m.bytes.get(),
         );
         let name = "edgewise_features_source_errors_total";

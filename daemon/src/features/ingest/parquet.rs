@@ -11,7 +11,7 @@
 use std::{collections::HashMap, sync::Arc};
 
 use arrow_array::{
-    Array, ArrayRef, RecordBatch,
+    Array, ArrayRef, Float32Array, LargeListArray, RecordBatch,
     cast::AsArray,
     types::{Float32Type, UInt64Type},
 };
@@ -76,6 +76,20 @@ enum Features {
 
 /// Decodes a whole file into tables; rows without a `table` column go to `table`.
 pub fn parse<R: ChunkReader + 'static>(
+    file: R,
+    table: Option<&str>,
+    max_bytes: u64,
+) -> Result<Vec<FeatureTable>, ParquetError> {
+    // The decoder is a large library reading hostile bytes: should it panic, the file is refused.
+    let decode = std::panic::AssertUnwindSafe(|| decode(file, table, max_bytes));
+    std::panic::catch_unwind(decode).unwrap_or_else(|_| {
+        Err(ParquetError::Read(
+            "the decoder failed on a malformed file".into(),
+        ))
+    })
+}
+
+fn decode<R: ChunkReader + 'static>(
     file: R,
     table: Option<&str>,
     max_bytes: u64,
@@ -234,14 +248,17 @@ impl<'a> Tables<'a> {
     }
 }
 
-/// One batch's features, cast to `f32`.
+/// A batch's list column: its offsets and all its items.
+struct List {
+    name: String,
+    list: LargeListArray,
+    items: Float32Array,
+}
+
+/// One batch's features, cast to `f32`, typed once per batch.
 enum Values {
-    /// The list column, as `large_list<float32>`.
-    List {
-        name: String,
-        list: ArrayRef,
-    },
-    Columns(Vec<ArrayRef>),
+    List(Box<List>),
+    Columns(Vec<Float32Array>),
 }
 
 impl Values {
@@ -250,13 +267,19 @@ impl Values {
             Features::List(name) => {
                 let item = Arc::new(Field::new_list_field(DataType::Float32, true));
                 let list = cast(batch, name, &DataType::LargeList(item), first)?;
-                Ok(Values::List {
+                let list = list.as_list::<i64>().clone();
+                let items = list.values().as_primitive::<Float32Type>().clone();
+                Ok(Values::List(Box::new(List {
                     name: name.clone(),
                     list,
-                })
+                    items,
+                })))
             }
             Features::Columns(n) => (0..*n)
-                .map(|i| cast(batch, &format!("f{i}"), &DataType::Float32, first))
+                .map(|i| {
+                    let column = cast(batch, &format!("f{i}"), &DataType::Float32, first)?;
+                    Ok(column.as_primitive::<Float32Type>().clone())
+                })
                 .collect::<Result<_, _>>()
                 .map(Values::Columns),
         }
@@ -270,19 +293,20 @@ impl Values {
             problem,
         };
         match self {
-            Values::List { name, list } => {
-                let list = list.as_list::<i64>();
+            Values::List(list) => {
+                let List { name, list, items } = &**list;
                 if list.is_null(i) {
                     return Err(value(name, "no list"));
                 }
-                let slice = list.value(i);
-                if slice.is_empty() || slice.len() > MAX_DIMENSION {
+                let offsets = list.value_offsets();
+                let range = offsets[i] as usize..offsets[i + 1] as usize;
+                if range.is_empty() || range.len() > MAX_DIMENSION {
                     return Err(value(name, "rows need 1 to 4096 features"));
                 }
-                if slice.null_count() > 0 {
+                if items.null_count() > 0 && range.clone().any(|j| items.is_null(j)) {
                     return Err(value(name, "a feature is missing"));
                 }
-                let floats = slice.as_primitive::<Float32Type>().values();
+                let floats = &items.values()[range];
                 if !floats.iter().all(|v| v.is_finite()) {
                     return Err(value(name, "a feature is not a finite 32-bit float"));
                 }
@@ -292,11 +316,10 @@ impl Values {
                 .iter()
                 .enumerate()
                 .map(|(f, column)| {
-                    let v = column.as_primitive::<Float32Type>();
-                    if v.is_null(i) {
+                    if column.is_null(i) {
                         return Err(value(&format!("f{f}"), "missing"));
                     }
-                    let v = v.value(i);
+                    let v = column.value(i);
                     if !v.is_finite() {
                         return Err(value(&format!("f{f}"), "not a finite 32-bit float"));
                     }

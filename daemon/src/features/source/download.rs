@@ -67,6 +67,7 @@ async fn chunks(source: &Source, object: &Path, manifest: &Manifest) -> Result<f
             Ok(Some(Ok(chunk))) => chunk,
         };
         got += chunk.len() as u64;
+        source.metrics.bytes.add(chunk.len() as u64);
         if got > manifest.size {
             let message = format!(
                 "{what} is longer than the manifest's {} bytes",

@@ -183,3 +183,36 @@ fn rows_past_the_byte_limit_are_refused() {
         }
     );
 }
+
+#[test]
+fn mangled_files_are_refused_or_read_never_a_crash() {
+    let rows: Vec<u64> = (0..200).collect();
+    let good = file(vec![
+        ("key", keys(&rows)),
+        (
+            "v",
+            list(&vec![Some(&[Some(0.5f32), Some(1.5)][..]); rows.len()]),
+        ),
+    ]);
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut random = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    for cut in 0..good.len() {
+        assert!(parse(good.slice(..cut), Some("t"), 1 << 20).is_err());
+    }
+    for _ in 0..3000 {
+        let mut bytes = good.to_vec();
+        for _ in 0..1 + random() % 4 {
+            let at = (random() % bytes.len() as u64) as usize;
+            bytes[at] ^= 1 << (random() % 8);
+        }
+        // Ok (a flip in a value, or in bytes nothing reads) or a refusal; within the cap.
+        if let Ok(tables) = parse(Bytes::from(bytes), Some("t"), 1 << 20) {
+            assert!(tables.iter().map(|t| t.rows.len()).sum::<usize>() <= 1 << 20);
+        }
+    }
+}
