@@ -129,8 +129,8 @@ impl SourceConfig {
     }
 
     fn validate(&self) -> anyhow::Result<()> {
-        crate::features::check_url(&self.url)
-            .with_context(|| format!("features.source.url {:?}", self.url))?;
+        crate::features::check_source(self)
+            .with_context(|| format!("features.source (url {:?})", self.url))?;
         if self.manifest.is_empty() || self.manifest.starts_with('/') {
             anyhow::bail!("features.source.manifest must be an object name under the prefix");
         }

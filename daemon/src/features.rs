@@ -28,7 +28,7 @@ use edgewise::{
 
 pub use change::{Change, ChangeError, Delete, Upsert};
 pub use ingest::read_file as read_snapshot_file;
-pub use source::{Manifest, Pushed, check_url, push};
+pub use source::{Manifest, Pushed, check as check_source, push};
 
 use crate::{
     FeaturesConfig,

@@ -28,7 +28,7 @@ pub use config::{
 };
 pub use features::{
     Change, ChangeError, Delete, Features, Manifest, PublishError, Published as FeaturesPublished,
-    Pushed, Upsert, check_url as check_source_url, push as push_snapshot, read_snapshot_file,
+    Pushed, Upsert, check_source, push as push_snapshot, read_snapshot_file,
 };
 pub use hosts::{HostTables, Published, Reload};
 pub use server::Server;

@@ -12,7 +12,7 @@ use anyhow::Context;
 
 use clap::{Parser, Subcommand};
 use edgewise_daemon::{
-    Auth, Config, HostTables, Overrides, Server, SourceConfig, check_source_url, check_tls,
+    Auth, Config, HostTables, Overrides, Server, SourceConfig, check_source, check_tls,
     init_telemetry, log_filter, push_snapshot, shutdown_signal,
 };
 
@@ -112,7 +112,7 @@ fn push(cli: &Cli, url: Option<&str>, table: Option<&str>, file: &Path) -> anyho
     if let Some(url) = url {
         source.url = url.to_owned();
     }
-    check_source_url(&source.url).with_context(|| format!("--source {:?}", source.url))?;
+    check_source(&source).with_context(|| format!("--source {:?}", source.url))?;
     let max_bytes = config.features.max_ingest_bytes;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

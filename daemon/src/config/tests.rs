@@ -105,6 +105,45 @@ fn token_and_workspace_settings_are_validated() {
 }
 
 #[test]
+fn a_source_is_checked_and_its_secrets_are_not_printed() {
+    let source = |rest: &str| format!("[features]\ndir = \"/d\"\n[features.source]\n{rest}");
+    let bad = [
+        ("[features.source]\nurl = \"s3://b/p\"", "need features.dir"),
+        (&source("manifest = \"x\"") as &str, "missing field `url`"),
+        (&source("url = \"file:///tmp\""), "expected s3://"),
+        (&source("url = \"ftp://host/p\""), "expected s3://"),
+        (&source("url = \"not a url\""), "not a URL"),
+        (
+            &source("url = \"s3://b/p\"\noptions = { aws_colour = \"red\" }"),
+            "aws_colour",
+        ),
+        (
+            &source("url = \"s3://b/p\"\npoll_interval_secs = 0"),
+            "at least 1",
+        ),
+        (
+            &source("url = \"s3://b/p\"\nmanifest = \"/abs\""),
+            "under the prefix",
+        ),
+    ];
+    for (text, needle) in bad {
+        let error = Config::from_toml(text).and_then(|c| c.validate().map(|()| c));
+        let message = format!("{:#}", error.unwrap_err());
+        assert!(message.contains(needle), "{text}: {message}");
+    }
+    let good = Config::from_toml(&source(
+        "url = \"s3://b/p\"\noptions = { aws_region = \"auto\", aws_access_key_id = \"id\", aws_secret_access_key = \"hunter2\" }",
+    ))
+    .unwrap();
+    good.validate().unwrap();
+    let printed = format!("{good:#?}");
+    assert!(
+        printed.contains("\"auto\"") && !printed.contains("hunter2"),
+        "{printed}"
+    );
+}
+
+#[test]
 fn any_field_can_be_set_from_the_environment_and_set_flags() {
     let env = [
         ("EDGEWISED__TOKENS__MEMCACHED__TIMEOUT_MS", "50"),

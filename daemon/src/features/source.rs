@@ -29,7 +29,7 @@ use object_store::{GetOptions, ObjectStore, path::Path};
 
 pub use manifest::Manifest;
 pub use push::{Pushed, push};
-pub use remote::check_url;
+pub use remote::check;
 
 use super::{
     Change, Features, PublishError,
@@ -138,7 +138,6 @@ struct State {
     serving: Option<u64>,
     /// The last failure and how many polls in a row failed.
     failing: Option<(Failure, u32)>,
-    last_success: Option<SystemTime>,
 }
 
 #[derive(Debug, Default)]
@@ -217,22 +216,19 @@ impl Source {
             return self.succeeded(None);
         };
         let outcome = self.take(features, &manifest).await;
-        if matches!(
-            &outcome,
-            Ok(_)
-                | Err(Failure {
-                    reason: Reason::Refused,
-                    ..
-                })
-        ) {
-            // Dealt with: polls wait for the next manifest.
+        let dealt_with = match &outcome {
+            Ok(_) => true,
+            Err(failure) => failure.reason == Reason::Refused,
+        };
+        if dealt_with {
+            // Polls wait for the next manifest.
             lock(&self.state).etag = etag;
         }
         self.succeeded(outcome?)
     }
 
+    /// Records a poll that succeeded, and the manifest version it published if it did.
     fn succeeded(&self, published: Option<u64>) -> Result<(), Failure> {
-        let now = SystemTime::now();
         let mut state = lock(&self.state);
         if let Some((failure, count)) = state.failing.take() {
             // A refusal stands until a new manifest replaces it.
@@ -246,8 +242,9 @@ impl Source {
             state.serving = Some(version);
             self.metrics.version.set(version as i64);
         }
-        state.last_success = Some(now);
-        let secs = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let secs = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
         self.metrics.last_success.set(secs as i64);
         Ok(())
     }

@@ -12,9 +12,10 @@ use object_store::{
 
 use crate::config::SourceConfig;
 
-/// Checks that `url` names an object store this daemon can read.
-pub fn check_url(url: &str) -> anyhow::Result<()> {
-    scheme(url).map(|_| ())
+/// Checks that a source's URL names an object store this daemon can read and that its
+/// options are known, by building its client (nothing is sent).
+pub fn check(config: &SourceConfig) -> anyhow::Result<()> {
+    open(config).map(|_| ())
 }
 
 fn scheme(url: &str) -> anyhow::Result<(url::Url, ObjectStoreScheme, Path)> {
