@@ -14,6 +14,7 @@
 //! download, so a store that stalls is a failure, not a hang.
 
 mod download;
+mod failure;
 mod manifest;
 mod push;
 mod remote;
@@ -27,6 +28,7 @@ use std::{
 
 use object_store::{GetOptions, ObjectStore, path::Path};
 
+use failure::{Failure, REASONS, Reason};
 pub use manifest::Manifest;
 pub use push::{Pushed, push};
 pub use remote::check;
@@ -40,81 +42,6 @@ use crate::{
     config::SourceConfig,
     metrics::{Counter, Exposition, Gauge, Histogram},
 };
-
-/// Why a poll failed; the label of `edgewise_features_source_errors_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reason {
-    /// No answer in time, a refused connection, a server error.
-    Unreachable,
-    /// The store refused the credentials.
-    Denied,
-    /// The manifest or the object it names is not there.
-    Missing,
-    /// The download ended before the manifest's size.
-    Truncated,
-    /// The manifest or the snapshot is wrong in itself; not retried until the manifest changes.
-    Refused,
-    /// The local store failed to publish.
-    Publish,
-}
-
-const REASONS: [Reason; 6] = [
-    Reason::Unreachable,
-    Reason::Denied,
-    Reason::Missing,
-    Reason::Truncated,
-    Reason::Refused,
-    Reason::Publish,
-];
-
-impl Reason {
-    fn label(self) -> &'static str {
-        match self {
-            Reason::Unreachable => "unreachable",
-            Reason::Denied => "denied",
-            Reason::Missing => "missing",
-            Reason::Truncated => "truncated",
-            Reason::Refused => "refused",
-            Reason::Publish => "publish",
-        }
-    }
-
-    fn of(error: &object_store::Error) -> Reason {
-        match error {
-            object_store::Error::NotFound { .. } => Reason::Missing,
-            object_store::Error::PermissionDenied { .. }
-            | object_store::Error::Unauthenticated { .. } => Reason::Denied,
-            _ => Reason::Unreachable,
-        }
-    }
-}
-
-/// A failed poll: why, and what to log.
-#[derive(Debug)]
-struct Failure {
-    reason: Reason,
-    message: String,
-}
-
-impl Failure {
-    fn new(reason: Reason, message: impl std::fmt::Display) -> Failure {
-        Failure {
-            reason,
-            message: message.to_string(),
-        }
-    }
-
-    fn store(what: &str, error: &object_store::Error) -> Failure {
-        Failure::new(Reason::of(error), format!("{what}: {error}"))
-    }
-
-    fn timeout(what: &str, limit: Duration) -> Failure {
-        Failure::new(
-            Reason::Unreachable,
-            format!("{what}: no answer within {limit:?}"),
-        )
-    }
-}
 
 /// A source and what it last did.
 #[derive(Debug)]
@@ -384,40 +311,48 @@ impl Source {
     /// Appends the `edgewise_features_source_*` families.
     pub fn render(&self, page: &mut Exposition) {
         let m = &self.metrics;
-        page.counter(
-            "edgewise_features_source_polls_total",
-            "Manifest polls.",
-            m.polls.get(),
-        );
-        page.counter(
-            "edgewise_features_source_updates_total",
-            "Snapshots downloaded from the source and published.",
-            m.updates.get(),
-        );
-        page.counter(
-            "edgewise_features_source_downloaded_bytes_total",
-            "Snapshot bytes downloaded, whole or not.",
-            m.bytes.get(),
-        );
+        let counters = [
+            ("polls", "Manifest polls.", &m.polls),
+            (
+                "updates",
+                "Snapshots downloaded from the source and published.",
+                &m.updates,
+            ),
+            (
+                "downloaded_bytes",
+                "Snapshot bytes downloaded, whole or not.",
+                &m.bytes,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            let name = format!("edgewise_features_source_{name}_total");
+            page.counter(&name, help, counter.get());
+        }
         let name = "edgewise_features_source_errors_total";
-        page.family(
-            name,
-            "counter",
-            "Failed polls by reason (the last good version kept serving).",
-        );
+        let help = "Failed polls by reason (the last good version kept serving).";
+        page.family(name, "counter", help);
         for (reason, counter) in REASONS.iter().zip(&m.errors) {
             page.sample(name, &[("reason", reason.label())], counter.get());
         }
-        page.gauge(
-            "edgewise_features_source_version",
-            "Manifest version of the snapshot published from the source (0: none yet).",
-            m.version.get(),
-        );
-        page.gauge(
-            "edgewise_features_source_last_success_timestamp_seconds",
-            "When a poll last succeeded, seconds since the Unix epoch (0: never).",
-            m.last_success.get(),
-        );
+        let gauges = [
+            (
+                "version",
+                "Manifest version of the snapshot published from the source (0: none yet).",
+                &m.version,
+            ),
+            (
+                "last_success_timestamp_seconds",
+                "When a poll last succeeded, seconds since the Unix epoch (0: never).",
+                &m.last_success,
+            ),
+        ];
+        for (name, help, gauge) in gauges {
+            page.gauge(
+                &format!("edgewise_features_source_{name}"),
+                help,
+                gauge.get(),
+            );
+        }
         let name = "edgewise_features_source_download_seconds";
         page.family(name, "histogram", "Time to download and check a snapshot.");
         page.histogram(name, &[], &m.download);
