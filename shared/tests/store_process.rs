@@ -162,3 +162,31 @@ fn a_writer_killed_mid_publish_leaves_the_last_good_version() {
     assert!(last > 1, "the writer children published");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The C ABI's contract: bytes read through a kept guard stay mapped and unchanged while the
+/// writer publishes over their copy, until the reader releases them.
+#[test]
+fn a_kept_guard_keeps_its_bytes_until_released() {
+    let dir = temp_dir("kept");
+    let options = WriterOptions::default().with_grace(Duration::from_millis(20));
+    let mut writer = FeatureWriter::open(&dir, options).unwrap();
+    writer.publish(&stamped(1)).unwrap();
+    let mut reader = FeatureReader::open(&dir).unwrap();
+    let guard = reader.read().unwrap();
+    let row = guard.table(TABLE).unwrap().get(7).unwrap();
+    let (ptr, len) = (row.as_ptr(), row.len());
+    guard.keep();
+    // The second publish lands on the kept copy: past the grace it writes a new file.
+    writer.publish(&stamped(2)).unwrap();
+    writer.publish(&stamped(3)).unwrap();
+    // SAFETY: what is under test: the kept registration keeps these bytes mapped and
+    // unchanged until the reader's next read or release.
+    let kept = unsafe { std::slice::from_raw_parts(ptr, len) };
+    assert!(kept.iter().all(|&f| f == 1.0), "{kept:?}");
+    reader.release();
+    let guard = reader.read().unwrap();
+    assert_eq!(guard.version(), 3);
+    check(&guard);
+    drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -101,6 +101,12 @@ impl FeatureReader {
         &self.dir
     }
 
+    /// Ends the registration a [`FeatureGuard::keep`] left: the writer may then overwrite
+    /// what was read through that guard. A reader with no registration does nothing.
+    pub fn release(&mut self) {
+        self.release_slot();
+    }
+
     /// The current snapshot, until the guard is dropped (hold it for microseconds, not
     /// seconds: the writer waits for it, for its grace period at most).
     ///
@@ -135,7 +141,7 @@ impl FeatureReader {
                 }
                 Err(Load::Moved) if moved < ENTER_TRIES => moved += 1,
                 Err(Load::Moved) => {
-                    self.release();
+                    self.release_slot();
                     return Err(StoreError::Overrun(moved));
                 }
                 Err(Load::Bad(e)) => break (generation, Some(e)),
@@ -177,7 +183,7 @@ impl FeatureReader {
                 Ok(self.guard(good, refused))
             }
             None => {
-                self.release();
+                self.release_slot();
                 Err(self
                     .refused
                     .take()
@@ -208,7 +214,7 @@ impl FeatureReader {
             .is_some_and(|slot| protocol.register(slot, generation))
     }
 
-    fn release(&self) {
+    fn release_slot(&self) {
         if let Some(slot) = self.slot_word() {
             Protocol::release(slot);
         }
@@ -298,7 +304,7 @@ impl FeatureReader {
 
 impl Drop for FeatureReader {
     fn drop(&mut self) {
-        self.release();
+        self.release_slot();
     }
 }
 
@@ -403,6 +409,16 @@ impl<'r> FeatureGuard<'r> {
     /// then serves the last good version.
     pub fn refused(&self) -> Option<&StoreError> {
         self.refused
+    }
+
+    /// Ends the guard but keeps its registration: the bytes read through it (as pointers, since
+    /// the borrows end here) stay mapped and unchanged until the reader's next
+    /// [`FeatureReader::read`] or [`FeatureReader::release`]. Meanwhile the writer waits for
+    /// them as for a guard, its grace period at most, then writes a new file and leaves them
+    /// intact. For bindings that hand pointers out across calls (the C ABI); Rust code keeps
+    /// the guard instead.
+    pub fn keep(self) {
+        core::mem::forget(self);
     }
 }
 
