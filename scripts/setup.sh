@@ -53,6 +53,7 @@ if ((for_tests)); then
   # s3proxy (the S3 API server of the feature source tests) runs on Java 17 or later.
   command -v java >/dev/null 2>&1 || packages+=(openjdk-17-jre-headless)
   python3 -m pip --version >/dev/null 2>&1 || packages+=(python3 python3-pip)
+  python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || packages+=(python3-venv)
 fi
 if [ "${#packages[@]}" -gt 0 ]; then
   log "apt-get install ${packages[*]} (in the background, log: $STATE_DIR/setup/apt.log)"
@@ -147,6 +148,18 @@ if ((for_tests)); then
     log "pip install pyarrow $pyarrow (into $STATE_DIR/python)"
     PIP_BREAK_SYSTEM_PACKAGES=1 python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ignore \
       --upgrade --target "$STATE_DIR/python" "pyarrow==$pyarrow"
+  fi
+fi
+
+# The Python package's build and tests (python/, scripts/test.sh): a virtualenv of ours with
+# maturin, pytest and numpy at pinned versions.
+if ((for_tests)); then
+  venv="$STATE_DIR/venv"
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  wanted=(maturin==1.7.4 pytest==8.3.4 numpy==2.2.1)
+  if ! "$venv/bin/pip" freeze 2>/dev/null | grep -qx "numpy==2.2.1"; then
+    log "pip install ${wanted[*]} (into $venv)"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${wanted[@]}"
   fi
 fi
 

@@ -70,8 +70,8 @@ pub use route::{
 pub use secret::Secret;
 #[cfg(feature = "store")]
 pub use store::{
-    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, PublishReport,
-    StoreError, TableRef, WriterOptions,
+    FeatureGuard, FeatureReader, FeatureSnapshot, FeatureTable, FeatureWriter, Mapping,
+    PublishReport, StoreError, TableRef, WriterOptions,
 };
 pub use subset::{
     Applied, Fallback, HostId, METADATA_CAPACITY, Metadata, RequestKeys, Selection, SubsetError,

@@ -77,6 +77,6 @@ mod writer;
 mod tests;
 
 pub use error::StoreError;
-pub use reader::{FeatureGuard, FeatureReader, TableRef};
+pub use reader::{FeatureGuard, FeatureReader, Mapping, TableRef};
 pub use schema::{FeatureSnapshot, FeatureTable};
 pub use writer::{FeatureWriter, PublishReport, WriterOptions};

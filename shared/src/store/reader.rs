@@ -5,6 +5,7 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::prelude::rust_2024::*;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
 use super::StoreError;
@@ -45,7 +46,7 @@ pub struct FeatureReader {
     state: StateMap,
     slot: usize,
     _slot_lock: File,
-    copies: [Option<ReadMap>; 2],
+    copies: [Option<Arc<ReadMap>>; 2],
     valid: [Option<Valid>; 2],
     /// Generation of the newest version validated.
     good: Option<u64>,
@@ -228,9 +229,9 @@ impl FeatureReader {
         let index = copy as usize;
         self.valid[index] = None;
         for remapped in [false, true] {
-            if remapped || !self.copies[index].as_ref().is_some_and(ReadMap::intact) {
+            if remapped || !self.copies[index].as_ref().is_some_and(|m| m.intact()) {
                 self.copies[index] = None;
-                self.copies[index] = Some(ReadMap::open(&path)?);
+                self.copies[index] = Some(Arc::new(ReadMap::open(&path)?));
             }
             let Some(map) = &self.copies[index] else {
                 continue;
@@ -290,6 +291,7 @@ impl FeatureReader {
                 // SAFETY: registered on `generation` (see `load`), so nothing writes the
                 // mapping while the guard lives.
                 file: unsafe { map.bytes() },
+                map,
                 valid,
             }),
             _ => None,
@@ -366,7 +368,16 @@ pub struct FeatureGuard<'r> {
 #[derive(Debug, Clone, Copy)]
 struct View<'r> {
     file: &'r [u8],
+    map: &'r Arc<ReadMap>,
     valid: &'r Valid,
+}
+
+/// A version's file kept mapped after its guard, and its reader, are gone: for bindings whose
+/// values outlive a call (a Python buffer). The bytes stay readable while it lives; they stay
+/// unchanged only while the reader's registration lasts ([`FeatureGuard::keep`]).
+#[derive(Debug, Clone)]
+pub struct Mapping {
+    _map: Arc<ReadMap>,
 }
 
 impl<'r> FeatureGuard<'r> {
@@ -409,6 +420,14 @@ impl<'r> FeatureGuard<'r> {
     /// then serves the last good version.
     pub fn refused(&self) -> Option<&StoreError> {
         self.refused
+    }
+
+    /// Keeps this version's file mapped for as long as the [`Mapping`] lives: what was read
+    /// through the guard stays readable, not unchanged (see [`Mapping`]).
+    pub fn mapping(&self) -> Option<Mapping> {
+        self.view.map(|v| Mapping {
+            _map: Arc::clone(v.map),
+        })
     }
 
     /// Ends the guard but keeps its registration: the bytes read through it (as pointers, since
