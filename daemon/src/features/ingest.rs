@@ -3,9 +3,9 @@
 //! `<table>.csv` replaces one table (format in [`csv`]); `<table>.parquet` the table it names
 //! or, with a `table` column, the tables that column names (format in [`parquet`]);
 //! `<name>.ewfs` (an archive written by `edgewise::FeatureSnapshot::to_archive`) replaces
-//! every table. A file is taken once its size
-//! and modification time held still over one scan interval; names starting with `.` are
-//! ignored, so writing to `.name` and renaming it in is the safe way to drop one.
+//! every table. A file is taken once its size and modification time held still over one scan
+//! interval; names starting with `.` are ignored, so writing to `.name` and renaming it in is
+//! the safe way to drop one.
 //! Each file becomes one published version and is moved to `done/`; a bad file changes nothing
 //! and is moved to `rejected/` beside a `<name>.error` saying why. A good file the store fails
 //! to publish (a full disk) stays where it is and is tried again each interval: its change is
