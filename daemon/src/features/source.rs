@@ -113,7 +113,8 @@ impl Source {
                     0 => Duration::from_secs(self.config.poll_interval_secs),
                     n => backoff(n, Duration::from_secs(self.config.retry_max_secs)),
                 };
-                tokio::time::sleep(wait + jitter(self.config.poll_jitter_ms)).await;
+                let wait = wait.saturating_add(jitter(self.config.poll_jitter_ms));
+                tokio::time::sleep(wait).await;
             }
         });
     }
@@ -368,7 +369,7 @@ fn backoff(failures: u32, max: Duration) -> Duration {
 /// A random wait of at most `max_ms`.
 fn jitter(max_ms: u64) -> Duration {
     let random = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
-    Duration::from_millis(random % (max_ms + 1))
+    Duration::from_millis(random % max_ms.saturating_add(1))
 }
 
 #[cfg(test)]
@@ -383,5 +384,6 @@ mod tests {
         assert_eq!(backoff(u32::MAX, max), max);
         assert!((0..100).all(|_| jitter(50) <= Duration::from_millis(50)));
         assert_eq!(jitter(0), Duration::ZERO);
+        jitter(u64::MAX);
     }
 }

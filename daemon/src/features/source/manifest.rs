@@ -14,6 +14,9 @@ use super::super::{change::table_name, ingest::Format};
 /// The only manifest format there is.
 pub const FORMAT: u32 = 1;
 
+/// Highest manifest version.
+pub const MAX_VERSION: u64 = i64::MAX as u64;
+
 /// Largest manifest read: it holds a few short fields.
 pub const MAX_BYTES: u64 = 64 * 1024;
 
@@ -57,13 +60,18 @@ impl Manifest {
         })
     }
 
-    fn check(&self) -> anyhow::Result<()> {
+    /// Checks every field; what a daemon refuses, `push` refuses to write.
+    pub(super) fn check(&self) -> anyhow::Result<()> {
         anyhow::ensure!(
             self.format == FORMAT,
             "manifest format {} (this daemon reads format {FORMAT})",
             self.format
         );
-        anyhow::ensure!(self.version >= 1, "manifest: version must be at least 1");
+        // Store versions are raised by one per publish and shown as signed 64-bit metrics.
+        anyhow::ensure!(
+            (1..=MAX_VERSION).contains(&self.version),
+            "manifest: version must be 1 to {MAX_VERSION}"
+        );
         let safe = |segment: &str| !matches!(segment, "" | "." | "..");
         anyhow::ensure!(
             (1..=1024).contains(&self.object.len()) && self.object.split('/').all(safe),
@@ -120,9 +128,10 @@ mod tests {
     #[test]
     fn every_bad_field_is_refused() {
         type Spoil = fn(&mut Manifest);
-        let bad: [(Spoil, &str); 8] = [
+        let bad: [(Spoil, &str); 9] = [
             (|m| m.format = 2, "format 2"),
             (|m| m.version = 0, "version"),
+            (|m| m.version = MAX_VERSION + 1, "version"),
             (|m| m.object = "../x.parquet".into(), "relative"),
             (|m| m.object = "/x.parquet".into(), "relative"),
             (|m| m.object = "x.json".into(), ".parquet"),

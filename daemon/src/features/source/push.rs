@@ -6,7 +6,7 @@
 //! One publisher per prefix: two pushes at once may both read version N and both write N + 1
 //! (the later manifest wins; each names a complete object).
 
-use std::{io::Read, path::Path as FsPath, sync::Arc};
+use std::{path::Path as FsPath, sync::Arc};
 
 use anyhow::Context;
 use edgewise::FeatureSnapshot;
@@ -73,6 +73,7 @@ pub async fn push(
         table,
         created_unix_ms: super::super::unix_ms(),
     };
+    manifest.check()?;
     let json = serde_json::to_vec_pretty(&manifest)?;
     store
         .put(&manifest_path, PutPayload::from(json))
@@ -101,16 +102,7 @@ fn check(
     let mut file =
         std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let mut hash = Sha256::new();
-    let mut buffer = vec![0; 1 << 20];
-    let mut size = 0u64;
-    loop {
-        let n = file.read(&mut buffer).context("reading")?;
-        if n == 0 {
-            break;
-        }
-        hash.update(&buffer[..n]);
-        size += n as u64;
-    }
+    let size = std::io::copy(&mut file, &mut hash).context("reading")?;
     anyhow::ensure!(size > 0, "{} is empty", path.display());
     Ok((rows, size, manifest::hex(&hash.finalize())))
 }
