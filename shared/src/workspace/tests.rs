@@ -460,7 +460,13 @@ fn sampler_rate_is_about_one_in_n_and_deterministic() {
 
 #[test]
 fn zero_check_finds_every_position() {
-    for len in [0, 1, 7, 8, 255, 256, 257, 1000] {
+    // Quadratic, so Miri stops one byte past a block; the property test below covers more blocks.
+    let lens: &[usize] = if cfg!(miri) {
+        &[0, 1, 7, 8, 255, 256, 257]
+    } else {
+        &[0, 1, 7, 8, 255, 256, 257, 1000]
+    };
+    for &len in lens {
         let mut bytes = vec![0u8; len];
         assert!(verify::is_zero(&bytes));
         for at in 0..len {
