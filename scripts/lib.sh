@@ -15,7 +15,8 @@ export NO_UPDATE_NOTIFIER=1
 # Runtime state of local runs (pids, logs, ports); ignored by git.
 STATE_DIR="$ROOT/.edgewise"
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Each step says how long the script has run, so a slow CI log shows where the time went.
+log() { printf '\033[1m==> %s\033[0m (%ds)\n' "$*" "$SECONDS" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
 # The tools, then the worker built twice (scripts/build-worker.sh): build/, and the `bench`
