@@ -24,6 +24,7 @@ use pyo3::{
     exceptions::{PyBufferError, PyException, PyValueError},
     ffi,
     prelude::*,
+    sync::MutexExt,
     types::PyMemoryView,
 };
 
@@ -57,8 +58,14 @@ fn store_error(error: StoreError) -> PyErr {
 }
 
 impl Reader {
-    fn open(&self) -> PyResult<MutexGuard<'_, Option<FeatureReader>>> {
-        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+    /// The open reader, locked. The lock is taken detached from the interpreter (no deadlock
+    /// with a thread holding it while the interpreter stops the world) and must be dropped
+    /// before calling into Python (a finalizer there may use this reader).
+    fn open(&self, py: Python<'_>) -> PyResult<MutexGuard<'_, Option<FeatureReader>>> {
+        let inner = self
+            .inner
+            .lock_py_attached(py)
+            .unwrap_or_else(PoisonError::into_inner);
         match *inner {
             Some(_) => Ok(inner),
             None => Err(PyValueError::new_err("the reader is closed")),
@@ -84,7 +91,7 @@ impl Reader {
         table: &str,
         key: u64,
     ) -> PyResult<Option<Bound<'py, PyMemoryView>>> {
-        let mut inner = self.open()?;
+        let mut inner = self.open(py)?;
         let Some(reader) = inner.as_mut() else {
             return Ok(None);
         };
@@ -98,6 +105,7 @@ impl Reader {
         };
         // The vector stays unchanged until this reader's next call.
         guard.keep();
+        drop(inner);
         let vector = Bound::new(
             py,
             Vector {
@@ -111,8 +119,8 @@ impl Reader {
 
     /// The version the reader serves now.
     #[getter]
-    fn version(&self) -> PyResult<u64> {
-        let mut inner = self.open()?;
+    fn version(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut inner = self.open(py)?;
         let Some(reader) = inner.as_mut() else {
             return Ok(0);
         };
@@ -121,19 +129,21 @@ impl Reader {
     }
 
     /// Lets the daemon overwrite the vector the last `get` returned.
-    fn release(&self) -> PyResult<()> {
-        if let Some(reader) = self.open()?.as_mut() {
+    fn release(&self, py: Python<'_>) -> PyResult<()> {
+        if let Some(reader) = self.open(py)?.as_mut() {
             reader.release();
         }
         Ok(())
     }
 
     /// Closes the reader (its views stay readable); closing twice is harmless.
-    fn close(&self) {
-        self.inner
-            .lock()
+    fn close(&self, py: Python<'_>) {
+        let reader = self
+            .inner
+            .lock_py_attached(py)
             .unwrap_or_else(PoisonError::into_inner)
             .take();
+        drop(reader);
     }
 
     fn __enter__(slf: Py<Self>) -> Py<Self> {
@@ -142,17 +152,21 @@ impl Reader {
 
     fn __exit__(
         &self,
+        py: Python<'_>,
         _kind: Option<Bound<'_, PyAny>>,
         _value: Option<Bound<'_, PyAny>>,
         _traceback: Option<Bound<'_, PyAny>>,
     ) -> bool {
-        self.close();
+        self.close(py);
         false
     }
 }
 
 /// The buffer's item format: one native float32.
 static FORMAT: &std::ffi::CStr = c"f";
+/// The buffer's one stride, in bytes. Static, not in the `Py_buffer`: consumers may copy the
+/// struct (CPython's `PyMemoryView_FromBuffer` does).
+static STRIDE: isize = 4;
 
 #[pymethods]
 impl Vector {
@@ -167,13 +181,15 @@ impl Vector {
             return Err(PyBufferError::new_err("no view to fill"));
         }
         if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            // SAFETY: `view` is a Py_buffer to fill; on failure the protocol wants `obj` NULL.
+            unsafe { (*view).obj = std::ptr::null_mut() };
             return Err(PyBufferError::new_err("feature vectors are read-only"));
         }
         let vector = slf.get();
         let shape = std::ptr::addr_of!(vector.shape).cast_mut();
         // SAFETY: `view` is a Py_buffer to fill. Every pointer stored lives as long as the
         // view: the floats are in the mapping `vector` holds, `shape` is a field of `vector`,
-        // the strides its `itemsize`, the format a static string; `obj` keeps `vector` alive.
+        // the stride and the format are statics; `obj` keeps `vector` alive.
         unsafe {
             (*view).buf = vector.address as *mut c_void;
             (*view).len = vector.shape * 4;
@@ -191,7 +207,7 @@ impl Vector {
                 std::ptr::null_mut()
             };
             (*view).strides = if flags & ffi::PyBUF_STRIDES == ffi::PyBUF_STRIDES {
-                &mut (*view).itemsize
+                std::ptr::addr_of!(STRIDE).cast_mut()
             } else {
                 std::ptr::null_mut()
             };

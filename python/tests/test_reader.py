@@ -1,6 +1,7 @@
 """edgewise_features against a real edgewised: the daemon is started per test, snapshots are
 dropped into its ingest directory, and Python reads what it published."""
 
+import ctypes
 import os
 import subprocess
 import time
@@ -119,3 +120,49 @@ def test_errors_are_python_exceptions(daemon, tmp_path):
             reader.get("users", -1)
         with pytest.raises(TypeError):
             reader.get(3, 1)
+
+
+class PyBuffer(ctypes.Structure):
+    """CPython's Py_buffer, as C consumers of the buffer protocol see it."""
+
+    _fields_ = [
+        ("buf", ctypes.c_void_p),
+        ("obj", ctypes.c_void_p),
+        ("len", ctypes.c_ssize_t),
+        ("itemsize", ctypes.c_ssize_t),
+        ("readonly", ctypes.c_int),
+        ("ndim", ctypes.c_int),
+        ("format", ctypes.c_char_p),
+        ("shape", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("strides", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("suboffsets", ctypes.POINTER(ctypes.c_ssize_t)),
+        ("internal", ctypes.c_void_p),
+    ]
+
+
+def test_the_buffer_protocol_as_c_consumers_use_it(daemon):
+    get_buffer = ctypes.pythonapi.PyObject_GetBuffer
+    get_buffer.argtypes = [ctypes.py_object, ctypes.POINTER(PyBuffer), ctypes.c_int]
+    release = ctypes.pythonapi.PyBuffer_Release
+    release.argtypes = [ctypes.POINTER(PyBuffer)]
+    full_ro, writable = 0x11C, 0x1
+    daemon.drop("users.csv", "7,0.5,-1.25,3\n")
+    with Reader(str(daemon.store)) as reader:
+        exporter = reader.get("users", 7).obj
+        # A refused request leaves `obj` NULL, so a consumer may always release.
+        refused = PyBuffer()
+        ctypes.memset(ctypes.byref(refused), 0xFF, ctypes.sizeof(refused))
+        with pytest.raises(BufferError, match="read-only"):
+            get_buffer(exporter, ctypes.byref(refused), writable)
+        assert refused.obj is None
+        # Consumers may copy the struct (PyMemoryView_FromBuffer does): nothing in it may
+        # point into the original.
+        original = PyBuffer()
+        assert get_buffer(exporter, ctypes.byref(original), full_ro) == 0
+        copy = PyBuffer.from_buffer_copy(original)
+        original.itemsize, original.shape, original.strides = 0, None, None
+        assert (copy.len, copy.ndim, copy.format) == (12, 1, b"f")
+        assert (copy.shape[0], copy.strides[0]) == (3, 4)
+        floats = (ctypes.c_float * 3).from_address(copy.buf)
+        assert list(floats) == [0.5, -1.25, 3.0]
+        release(ctypes.byref(copy))
