@@ -66,7 +66,8 @@ fn status(call: impl FnOnce() -> Result<EwStatus, (EwStatus, String)>) -> EwStat
         Ok(status) => status,
         Err((status, message)) => {
             let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
-            LAST_ERROR.with(|last| *last.borrow_mut() = message);
+            // `try_with`: during the thread's teardown the message is dropped, not a panic.
+            let _ = LAST_ERROR.try_with(|last| *last.borrow_mut() = message);
             status
         }
     }
@@ -212,5 +213,7 @@ pub unsafe extern "C" fn ew_reader_close(reader: *mut EwReader) {
 /// that thread's next failing call; empty if none failed.
 #[unsafe(no_mangle)]
 pub extern "C" fn ew_last_error() -> *const c_char {
-    LAST_ERROR.with(|last| last.borrow().as_ptr())
+    LAST_ERROR
+        .try_with(|last| last.borrow().as_ptr())
+        .unwrap_or(c"".as_ptr())
 }
