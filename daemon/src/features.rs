@@ -113,8 +113,7 @@ impl Features {
         let snapshot = resume(&mut writer, first)?;
         let source = match &config.source {
             Some(source) => {
-                let spool = dir.join("source.download");
-                let source = source::Source::new(source, spool, config.max_ingest_bytes)
+                let source = source::Source::new(source, dir, config.max_ingest_bytes)
                     .context("features.source")?;
                 Some(Arc::new(source))
             }

@@ -375,3 +375,50 @@ fn a_store_killed_or_stalled_mid_download_leaves_the_last_good_version_serving()
     pause(s3.pid(), false);
     wait_until(Duration::from_secs(60), || version(&store) == v3);
 }
+
+/// A store used before the source was configured, or changed since its last manifest, takes
+/// the current manifest at start; a restart that finds the store as it left it downloads
+/// nothing.
+#[test]
+fn a_daemon_takes_the_manifest_unless_its_store_still_serves_it() {
+    let s3 = S3Proxy::start("restart");
+    let dir = scratch("restart");
+    let store = dir.join("d");
+    // The store, as a daemon without a source left it: version 5.
+    let mut writer = edgewise::FeatureWriter::open(&store, Default::default()).unwrap();
+    let mut old = edgewise::FeatureTable::new("old");
+    old.rows.insert(1, vec![5.0]);
+    let snapshot = edgewise::FeatureSnapshot {
+        version: 5,
+        created_unix_ms: 0,
+        tables: vec![old],
+    };
+    writer.publish(&snapshot).unwrap();
+    drop(writer);
+    let file = dir.join("t.csv");
+    std::fs::write(&file, "1,1.5\n").unwrap();
+    assert_eq!(push(&s3, &file, Some("users")), 1);
+
+    let secret = edgewise_tests::s3proxy::SECRET_KEY;
+    let daemon = start(&dir, "d", &s3.endpoint(), secret);
+    wait_until(WAIT, || row(&store, "users", 1).is_some());
+    assert_eq!(version(&store), 6, "published above the store's version");
+    assert_eq!(row(&store, "old", 1), None, "the source owns the store");
+    // The source counts the publish after the store shows it.
+    wait_until(WAIT, || {
+        metric(&daemon, "edgewise_features_source_version") == 1.0
+    });
+    drop(daemon);
+
+    let daemon = start(&dir, "d", &s3.endpoint(), secret);
+    wait_until(WAIT, || {
+        metric(&daemon, "edgewise_features_source_polls_total") >= 2.0
+    });
+    assert_eq!(
+        metric(&daemon, "edgewise_features_source_updates_total"),
+        0.0
+    );
+    assert_eq!(metric(&daemon, "edgewise_features_source_version"), 1.0);
+    assert_eq!(version(&store), 6);
+    assert!(readiness(&daemon).contains("source: manifest version 1"));
+}

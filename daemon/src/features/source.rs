@@ -13,6 +13,7 @@
 //! again until the manifest changes. Every request has a deadline, and so does each chunk of a
 //! download, so a store that stalls is a failure, not a hang.
 
+mod applied;
 mod download;
 mod failure;
 mod manifest;
@@ -52,6 +53,8 @@ pub struct Source {
     manifest: Path,
     /// The file downloads are written to, in the store's directory.
     spool: PathBuf,
+    /// The record of the last manifest published, in the store's directory.
+    applied: PathBuf,
     max_bytes: u64,
     state: Mutex<State>,
     metrics: Metrics,
@@ -79,9 +82,14 @@ struct Metrics {
 }
 
 impl Source {
-    /// A source from its configuration; downloads go to `spool`, snapshots over `max_bytes`
-    /// (as stored, or as decoded) are refused.
-    pub fn new(config: &SourceConfig, spool: PathBuf, max_bytes: u64) -> anyhow::Result<Source> {
+    /// A source from its configuration, for the store in `dir` (downloads and the record of
+    /// the last manifest published go there); snapshots over `max_bytes` (as stored, or as
+    /// decoded) are refused.
+    pub fn new(
+        config: &SourceConfig,
+        dir: &std::path::Path,
+        max_bytes: u64,
+    ) -> anyhow::Result<Source> {
         let (store, prefix) = remote::open(config)?;
         let manifest = remote::under(&prefix, &config.manifest);
         Ok(Source {
@@ -89,7 +97,8 @@ impl Source {
             store,
             prefix,
             manifest,
-            spool,
+            spool: dir.join("source.download"),
+            applied: dir.join("source.applied"),
             max_bytes,
             state: Mutex::new(State::default()),
             metrics: Metrics::default(),
@@ -97,12 +106,13 @@ impl Source {
     }
 
     /// Polls until the process ends: the first poll at once, then every poll interval plus
-    /// jitter, or after a backoff while polls fail. A restarted daemon's store already holds
-    /// the version it last published: manifests up to it are not downloaded again.
+    /// jitter, or after a backoff while polls fail. A restarted daemon whose store still
+    /// serves the last manifest it published does not download that manifest again.
     pub fn spawn(self: Arc<Self>, features: Arc<Features>) {
-        let resumed = lock(&features.publisher).writer.version();
-        lock(&self.state).serving = (resumed > 0).then_some(resumed);
-        self.metrics.version.set(resumed as i64);
+        let store_version = lock(&features.publisher).writer.version();
+        let serving = applied::serving(&self.applied, store_version);
+        lock(&self.state).serving = serving;
+        self.metrics.version.set(serving.unwrap_or(0) as i64);
         tokio::spawn(async move {
             loop {
                 let failed = match self.poll(&features).await {
@@ -253,6 +263,7 @@ impl Source {
 
         let (features, max_bytes) = (Arc::clone(features), self.max_bytes);
         let (version, table) = (manifest.version, manifest.table.clone());
+        let record = self.applied.clone();
         let published = tokio::task::spawn_blocking(move || {
             let decoded = decode(format, Contents::File(file), table.as_deref(), max_bytes)
                 .map_err(refused)?;
@@ -266,12 +277,20 @@ impl Source {
             if *closed {
                 return Err(Failure::new(Reason::Publish, "shutting down"));
             }
-            features
+            let published = features
                 .apply_at(change, version)
                 .map_err(|error| match error {
                     PublishError::Invalid(error) => Failure::new(Reason::Refused, error),
                     error => Failure::new(Reason::Publish, error),
-                })
+                })?;
+            let applied = applied::Applied {
+                manifest: version,
+                published: published.version,
+            };
+            if let Err(error) = applied::record(&record, applied) {
+                tracing::warn!(%error, path = %record.display(), "feature source: could not record the manifest published; the next start takes it again");
+            }
+            Ok(published)
         })
         .await
         .unwrap_or_else(|join| Err(Failure::new(Reason::Publish, join)))?;
