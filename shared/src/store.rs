@@ -66,6 +66,7 @@
 
 mod error;
 mod files;
+mod forks;
 mod format;
 mod index;
 mod protocol;

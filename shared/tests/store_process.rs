@@ -2,7 +2,8 @@
 //! and a writer killed (SIGKILL) at random instants mid-publish leaves readers on the last good
 //! version, with a restarted writer continuing after it.
 //!
-//! Children are this test binary itself, run with `STORE_CHILD=<role>` on the `child` test.
+//! Children are this test binary itself, run with `STORE_CHILD=<role>` on the `child` test, or
+//! a `fork()` of it.
 #![cfg(feature = "store")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -188,5 +189,49 @@ fn a_kept_guard_keeps_its_bytes_until_released() {
     assert_eq!(guard.version(), 3);
     check(&guard);
     drop(guard);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A forked child inherits its parent's reader (an app preloaded before its workers fork): the
+/// child's reads, release and exit leave the parent's kept registration alone.
+#[test]
+fn a_forked_child_leaves_its_parents_registration_alone() {
+    let dir = temp_dir("forked");
+    let options = WriterOptions::default().with_grace(Duration::from_millis(20));
+    let mut writer = FeatureWriter::open(&dir, options).unwrap();
+    writer.publish(&stamped(1)).unwrap();
+    let mut reader = FeatureReader::open(&dir).unwrap();
+    let guard = reader.read().unwrap();
+    let row = guard.table(TABLE).unwrap().get(7).unwrap();
+    let (ptr, len) = (row.as_ptr(), row.len());
+    guard.keep();
+    // SAFETY: the child reads the store, releases, drops the reader and exits without
+    // returning into the test harness; glibc keeps malloc usable after fork.
+    match unsafe { libc::fork() } {
+        0 => {
+            let read = reader.read().map(|guard| guard.version());
+            reader.release();
+            drop(reader);
+            // SAFETY: ends the child at once, as a forked worker's exit would.
+            unsafe { libc::_exit(if matches!(read, Ok(1)) { 0 } else { 1 }) }
+        }
+        -1 => panic!("fork: {}", std::io::Error::last_os_error()),
+        child => {
+            let mut status = 0;
+            // SAFETY: waits for the child just forked; `status` is a valid out pointer.
+            assert_eq!(unsafe { libc::waitpid(child, &mut status, 0) }, child);
+            assert!(
+                libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+                "child: {status:#x}"
+            );
+        }
+    }
+    writer.publish(&stamped(2)).unwrap();
+    writer.publish(&stamped(3)).unwrap();
+    // SAFETY: what is under test: the parent's registration still keeps these bytes.
+    let kept = unsafe { std::slice::from_raw_parts(ptr, len) };
+    assert!(kept.iter().all(|&f| f == 1.0), "{kept:?}");
+    reader.release();
+    assert_eq!(reader.read().unwrap().version(), 3);
     let _ = std::fs::remove_dir_all(&dir);
 }

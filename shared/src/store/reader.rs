@@ -10,6 +10,7 @@ use std::sync::atomic::AtomicU64;
 
 use super::StoreError;
 use super::files::{self, ReadMap, StateMap};
+use super::forks;
 use super::format::Header;
 use super::index::{self, TableIndex};
 use super::protocol::{EnterError, Protocol, SLOTS};
@@ -33,6 +34,7 @@ struct Valid {
 /// A reader owns one slot of the state file (of 1024) for as long as it lives, held by a lock
 /// on a small file, so a crashed reader's slot is reclaimed by the next reader to open. Use one
 /// reader per thread: it is `Send`, not `Sync`, and [`FeatureReader::read`] takes `&mut self`.
+/// A reader inherited through `fork()` claims a slot of its own at the child's first read.
 ///
 /// [`FeatureReader::read`] is wait-free: it stores its slot, loads two words and compares, with
 /// no lock and no system call, except the first time it sees a new version, when it maps the
@@ -46,6 +48,9 @@ pub struct FeatureReader {
     state: StateMap,
     slot: usize,
     _slot_lock: File,
+    /// [`forks::count`] when the slot was claimed: a different count now means this is a
+    /// forked child holding its parent's slot.
+    forks: u64,
     copies: [Option<Arc<ReadMap>>; 2],
     valid: [Option<Valid>; 2],
     /// Generation of the newest version validated.
@@ -78,17 +83,15 @@ impl FeatureReader {
     /// Opens the store in `dir` for reading. The writer must have created it
     /// ([`StoreError::Io`] on a missing state file); nothing needs to be published yet.
     pub fn open(dir: &Path) -> Result<FeatureReader, StoreError> {
+        let forks = forks::count();
         let state = StateMap::open(&files::state_path(dir))?;
-        let (slot, lock) = claim_slot(dir)?;
-        if let Some(word) = Protocol::over(state.words()).slot(slot) {
-            // A crashed reader may have left its registration.
-            Protocol::release(word);
-        }
+        let (slot, lock) = claim_slot(dir, &state)?;
         Ok(FeatureReader {
             dir: dir.to_owned(),
             state,
             slot,
             _slot_lock: lock,
+            forks,
             copies: [None, None],
             valid: [None, None],
             good: None,
@@ -105,7 +108,9 @@ impl FeatureReader {
     /// Ends the registration a [`FeatureGuard::keep`] left: the writer may then overwrite
     /// what was read through that guard. A reader with no registration does nothing.
     pub fn release(&mut self) {
-        self.release_slot();
+        if self.owns_slot() {
+            self.release_slot();
+        }
     }
 
     /// The current snapshot, until the guard is dropped (hold it for microseconds, not
@@ -115,6 +120,9 @@ impl FeatureReader {
     /// version when it is still intact and [`FeatureGuard::refused`] says why; otherwise the
     /// error is returned. The refusal is remembered: a bad version is validated once.
     pub fn read(&mut self) -> Result<FeatureGuard<'_>, StoreError> {
+        if !self.owns_slot() {
+            self.claim_own_slot()?;
+        }
         self.reads = self.reads.wrapping_add(1);
         if self.reads.is_multiple_of(FOLLOW_EVERY) {
             self.follow_if_made_anew();
@@ -191,6 +199,19 @@ impl FeatureReader {
                     .map_or(StoreError::Overrun(0), |(_, e)| e))
             }
         }
+    }
+
+    /// Whether this process claimed the slot (a forked child inherits its parent's).
+    fn owns_slot(&self) -> bool {
+        self.forks == forks::count()
+    }
+
+    /// In a forked child: claims a slot of its own, leaving the parent's word alone. The
+    /// inherited lock's descriptor is closed; the parent's still holds the lock.
+    fn claim_own_slot(&mut self) -> Result<(), StoreError> {
+        let (slot, lock) = claim_slot(&self.dir, &self.state)?;
+        (self.slot, self._slot_lock, self.forks) = (slot, lock, forks::count());
+        Ok(())
     }
 
     fn slot_word(&self) -> Option<&AtomicU64> {
@@ -306,7 +327,9 @@ impl FeatureReader {
 
 impl Drop for FeatureReader {
     fn drop(&mut self) {
-        self.release_slot();
+        if self.owns_slot() {
+            self.release_slot();
+        }
     }
 }
 
@@ -317,13 +340,19 @@ fn corrupt(path: &Path, reason: &'static str) -> StoreError {
     }
 }
 
-/// The first reader slot whose lock file nobody holds; the lock is the claim.
-fn claim_slot(dir: &Path) -> Result<(usize, File), StoreError> {
+/// The first reader slot whose lock file nobody holds; the lock is the claim. A crashed
+/// reader may have left its registration in the slot's word: it is cleared.
+fn claim_slot(dir: &Path, state: &StateMap) -> Result<(usize, File), StoreError> {
     for index in 0..SLOTS {
         let path = files::slot_lock_path(dir, index);
         let file = files::open_slot_lock(&path)?;
         match file.try_lock() {
-            Ok(()) => return Ok((index, file)),
+            Ok(()) => {
+                if let Some(word) = Protocol::over(state.words()).slot(index) {
+                    Protocol::release(word);
+                }
+                return Ok((index, file));
+            }
             Err(fs::TryLockError::WouldBlock) => {}
             Err(fs::TryLockError::Error(e)) => return Err(StoreError::io("lock", &path)(e)),
         }
