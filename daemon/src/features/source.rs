@@ -66,6 +66,8 @@ struct State {
     etag: Option<String>,
     /// The manifest version published.
     serving: Option<u64>,
+    /// The last manifest refused: not fetched again, even from a store without ETags.
+    refused: Option<Manifest>,
     /// The last failure and how many polls in a row failed.
     failing: Option<(Failure, u32)>,
 }
@@ -153,14 +155,16 @@ impl Source {
         let Some((manifest, etag)) = self.manifest(etag).await? else {
             return self.succeeded(None);
         };
+        if lock(&self.state).refused.as_ref() == Some(&manifest) {
+            return self.succeeded(None);
+        }
         let outcome = self.take(features, &manifest).await;
-        let dealt_with = match &outcome {
-            Ok(_) => true,
-            Err(failure) => failure.reason == Reason::Refused,
-        };
-        if dealt_with {
+        let refused = matches!(&outcome, Err(failure) if failure.reason == Reason::Refused);
+        if outcome.is_ok() || refused {
             // Polls wait for the next manifest.
-            lock(&self.state).etag = etag;
+            let mut state = lock(&self.state);
+            state.etag = etag;
+            state.refused = refused.then_some(manifest);
         }
         self.succeeded(outcome?)
     }
@@ -293,7 +297,15 @@ impl Source {
             Ok(published)
         })
         .await
-        .unwrap_or_else(|join| Err(Failure::new(Reason::Publish, join)))?;
+        .unwrap_or_else(|join| {
+            // A decoder that panicked on these bytes would panic again: refused, not retried.
+            let reason = if join.is_panic() {
+                Reason::Refused
+            } else {
+                Reason::Publish
+            };
+            Err(Failure::new(reason, join))
+        })?;
         self.metrics.updates.inc();
         tracing::info!(
             version = published.version,

@@ -46,8 +46,11 @@ pub struct Manifest {
 impl Manifest {
     /// Parses and checks a manifest.
     pub fn parse(bytes: &[u8]) -> anyhow::Result<Manifest> {
-        let manifest: Manifest =
-            serde_json::from_slice(bytes).map_err(|e| anyhow::anyhow!("not a manifest: {e}"))?;
+        // serde_json's message may quote the bucket's text: the kind and place only.
+        let manifest: Manifest = serde_json::from_slice(bytes).map_err(|e| {
+            let (kind, line, column) = (e.classify(), e.line(), e.column());
+            anyhow::anyhow!("not a manifest: {kind:?} error at line {line} column {column}")
+        })?;
         manifest.check()?;
         Ok(manifest)
     }
@@ -74,9 +77,11 @@ impl Manifest {
         );
         let safe = |segment: &str| !matches!(segment, "" | "." | "..");
         anyhow::ensure!(
-            (1..=1024).contains(&self.object.len()) && self.object.split('/').all(safe),
+            (1..=1024).contains(&self.object.len())
+                && self.object.split('/').all(safe)
+                && !self.object.chars().any(char::is_control),
             "manifest: the object must be a relative name under the prefix, without . or .. \
-             segments"
+             segments or control characters"
         );
         self.format()?;
         anyhow::ensure!(self.size >= 1, "manifest: size must be at least 1");
@@ -128,12 +133,16 @@ mod tests {
     #[test]
     fn every_bad_field_is_refused() {
         type Spoil = fn(&mut Manifest);
-        let bad: [(Spoil, &str); 9] = [
+        let bad: [(Spoil, &str); 10] = [
             (|m| m.format = 2, "format 2"),
             (|m| m.version = 0, "version"),
             (|m| m.version = MAX_VERSION + 1, "version"),
             (|m| m.object = "../x.parquet".into(), "relative"),
             (|m| m.object = "/x.parquet".into(), "relative"),
+            (
+                |m| m.object = "a\nforged log line\n.parquet".into(),
+                "control",
+            ),
             (|m| m.object = "x.json".into(), ".parquet"),
             (|m| m.size = 0, "size"),
             (|m| m.sha256 = "AB".repeat(32), "sha256"),
