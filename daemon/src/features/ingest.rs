@@ -284,7 +284,7 @@ pub(super) fn decode(
             let text = std::str::from_utf8(&bytes)
                 .map_err(|e| anyhow::anyhow!("not UTF-8 text (byte {})", e.valid_up_to()))?;
             let mut table = FeatureTable::new(name);
-            table.rows = csv::parse(text)?;
+            table.rows = csv::parse(text, max_bytes)?;
             Ok(Decoded::Tables(vec![table]))
         }
         Format::Parquet => Ok(Decoded::Tables(parquet::parse(bytes, table, max_bytes)?)),

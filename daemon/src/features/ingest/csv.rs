@@ -13,6 +13,16 @@ pub type Rows = HashMap<u64, Vec<f32>>;
 /// Most features per row: beyond this a line is almost certainly not a feature vector.
 pub const MAX_DIMENSION: usize = 4096;
 
+/// Memory a decoded row takes besides its floats: the key and the vector's header in the hash
+/// table (with its spare capacity), and the vector's allocation rounding, rounded up.
+const ROW_OVERHEAD: u64 = 80;
+
+/// Memory a decoded row of `dimension` features takes, as counted against
+/// `features.max_ingest_bytes`.
+pub fn row_bytes(dimension: usize) -> u64 {
+    ROW_OVERHEAD + 4 * dimension as u64
+}
+
 /// Why a text snapshot was refused.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[non_exhaustive]
@@ -55,12 +65,21 @@ pub enum CsvError {
         /// Line number of the second occurrence, from 1.
         line: usize,
     },
+    /// The rows decoded so far take more memory than allowed.
+    #[error("line {line}: the rows take more than {limit} bytes decoded")]
+    TooLarge {
+        /// Line number, from 1.
+        line: usize,
+        /// `features.max_ingest_bytes`.
+        limit: u64,
+    },
 }
 
-/// Parses a whole file.
-pub fn parse(text: &str) -> Result<Rows, CsvError> {
+/// Parses a whole file whose rows take at most `max_bytes` decoded ([`row_bytes`]).
+pub fn parse(text: &str, max_bytes: u64) -> Result<Rows, CsvError> {
     let mut rows = Rows::new();
     let mut dimension = None;
+    let mut bytes = 0u64;
     for (index, line) in text.lines().enumerate() {
         let line_no = index + 1;
         let line = line.trim();
@@ -74,6 +93,13 @@ pub fn parse(text: &str) -> Result<Rows, CsvError> {
                 line: line_no,
                 expected,
                 found: features.len(),
+            });
+        }
+        bytes += row_bytes(features.len());
+        if bytes > max_bytes {
+            return Err(CsvError::TooLarge {
+                line: line_no,
+                limit: max_bytes,
             });
         }
         if rows.insert(key, features).is_some() {
@@ -123,12 +149,15 @@ mod tests {
 
     #[test]
     fn rows_parse_with_header_comments_and_blanks() {
-        let rows =
-            parse("key,f0,f1\n# comment\n\n1, 0.5, -2\n18446744073709551615,1e3,0\n").unwrap();
+        let rows = parse(
+            "key,f0,f1\n# comment\n\n1, 0.5, -2\n18446744073709551615,1e3,0\n",
+            u64::MAX,
+        )
+        .unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[&1], [0.5, -2.0]);
         assert_eq!(rows[&u64::MAX], [1000.0, 0.0]);
-        assert!(parse("").unwrap().is_empty());
+        assert!(parse("", u64::MAX).unwrap().is_empty());
     }
 
     #[test]
@@ -150,7 +179,7 @@ mod tests {
             ("1,1\n1,2", CsvError::Duplicate { line: 2 }),
         ];
         for (text, expected) in cases {
-            let error = parse(text).unwrap_err();
+            let error = parse(text, u64::MAX).unwrap_err();
             assert_eq!(error, expected, "{text:?}");
             // The message names where, never what: the file's text stays out of logs.
             let message = error.to_string();
@@ -159,11 +188,26 @@ mod tests {
             }
         }
         let wide = format!("1{}", ",0".repeat(MAX_DIMENSION + 1));
-        assert!(matches!(parse(&wide), Err(CsvError::Width { .. })));
+        assert!(matches!(
+            parse(&wide, u64::MAX),
+            Err(CsvError::Width { .. })
+        ));
         // A header is only a header on the first row.
         assert!(matches!(
-            parse("1,1\nkey,2"),
+            parse("1,1\nkey,2", u64::MAX),
             Err(CsvError::Key { line: 2, .. })
         ));
+    }
+
+    #[test]
+    fn rows_past_the_byte_limit_are_refused_by_line() {
+        // Decoded, a 4-byte line takes row_bytes(1): far more than its text.
+        let text = "1,0\n2,0\n3,0\n";
+        assert_eq!(parse(text, 3 * row_bytes(1)).unwrap().len(), 3);
+        let limit = 3 * row_bytes(1) - 1;
+        assert_eq!(
+            parse(text, limit).unwrap_err(),
+            CsvError::TooLarge { line: 3, limit }
+        );
     }
 }

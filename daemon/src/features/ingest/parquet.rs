@@ -22,7 +22,10 @@ use parquet::{
     file::reader::ChunkReader,
 };
 
-use super::{super::change::MAX_TABLES, csv::MAX_DIMENSION};
+use super::{
+    super::change::MAX_TABLES,
+    csv::{MAX_DIMENSION, row_bytes},
+};
 
 /// Rows decoded at a time.
 const BATCH_ROWS: usize = 8192;
@@ -104,7 +107,7 @@ fn decode<R: ChunkReader + 'static>(
     }
     // The row count is the footer's claim: it only refuses early what decoding would refuse.
     let rows = u64::try_from(builder.metadata().file_metadata().num_rows()).unwrap_or(0);
-    if rows.saturating_mul(12) > max_bytes {
+    if rows.saturating_mul(row_bytes(1)) > max_bytes {
         return Err(ParquetError::TooLarge { limit: max_bytes });
     }
     let mask = ProjectionMask::roots(builder.parquet_schema(), wanted);
@@ -211,7 +214,7 @@ impl<'a> Tables<'a> {
             let row = self.row;
             let key = keys.value(i);
             let vector = values.row(i, row)?;
-            self.bytes += 8 + 4 * vector.len() as u64;
+            self.bytes += row_bytes(vector.len());
             if self.bytes > self.max_bytes {
                 return Err(ParquetError::TooLarge {
                     limit: self.max_bytes,

@@ -173,14 +173,13 @@ fn rows_past_the_byte_limit_are_refused() {
             list(&vec![Some(&[Some(1.0f32); 16][..]); rows as usize]),
         ),
     ]);
-    // Each row takes 8 + 16 * 4 bytes decoded; the file is far smaller (all rows alike).
-    assert!((bytes.len() as u64) < rows * 72 / 4);
-    assert!(parse(bytes.clone(), Some("t"), rows * 72).is_ok());
+    // Each row takes row_bytes(16) decoded; the file is far smaller (all rows alike).
+    let decoded = rows * row_bytes(16);
+    assert!((bytes.len() as u64) < decoded / 4);
+    assert!(parse(bytes.clone(), Some("t"), decoded).is_ok());
     assert_eq!(
-        parse(bytes, Some("t"), rows * 72 - 1).unwrap_err(),
-        ParquetError::TooLarge {
-            limit: rows * 72 - 1
-        }
+        parse(bytes, Some("t"), decoded - 1).unwrap_err(),
+        ParquetError::TooLarge { limit: decoded - 1 }
     );
 }
 
