@@ -3,8 +3,8 @@
 //! object is uploaded under a name of its own, and only then is the manifest rewritten, so a
 //! daemon never reads a manifest naming a partial object.
 //!
-//! One publisher per prefix: two pushes at once may both read version N and both write N + 1
-//! (the later manifest wins; each names a complete object).
+//! One publisher per prefix: two pushes at once may both read version N and both write N + 1,
+//! each naming a complete object; a daemon that took the first ignores the second as not newer.
 
 use std::{path::Path as FsPath, sync::Arc};
 
@@ -12,7 +12,7 @@ use anyhow::Context;
 use edgewise::FeatureSnapshot;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload, buffered::BufWriter};
 use sha2::{Digest, Sha256};
-use tokio::io::AsyncWriteExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::{
     super::{
@@ -61,9 +61,14 @@ pub async fn push(
     let version = current_version(&*store, &manifest_path).await? + 1;
     let extension = name.rsplit('.').next().unwrap_or_default();
     let object = format!("snapshots/v{version}-{}.{extension}", &sha256[..16]);
-    upload(Arc::clone(&store), remote::under(&prefix, &object), file)
+    let uploaded = upload(Arc::clone(&store), remote::under(&prefix, &object), file)
         .await
         .with_context(|| format!("uploading {object}"))?;
+    anyhow::ensure!(
+        uploaded == (size, sha256.clone()),
+        "{} changed while it was pushed; the manifest is unchanged",
+        file.display()
+    );
     let manifest = Manifest {
         format: manifest::FORMAT,
         version,
@@ -126,15 +131,32 @@ async fn current_version(
     Ok(manifest.version)
 }
 
-/// Streams `file` to `path`, in parts if it is large.
+/// Streams `file` to `path`, in parts if it is large; the size and SHA-256 of the bytes sent.
+/// A failed upload is aborted (no multipart upload is left behind).
 async fn upload(
     store: Arc<dyn ObjectStore>,
     path: object_store::path::Path,
     file: &FsPath,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<(u64, String)> {
     let mut reader = tokio::fs::File::open(file).await?;
     let mut writer = BufWriter::new(store, path);
-    tokio::io::copy(&mut reader, &mut writer).await?;
-    writer.shutdown().await?;
-    Ok(())
+    let (mut hash, mut size) = (Sha256::new(), 0u64);
+    let mut chunk = vec![0; 1 << 20];
+    let sent: std::io::Result<()> = async {
+        loop {
+            let n = reader.read(&mut chunk).await?;
+            if n == 0 {
+                return writer.shutdown().await;
+            }
+            hash.update(&chunk[..n]);
+            size += n as u64;
+            writer.write_all(&chunk[..n]).await?;
+        }
+    }
+    .await;
+    if let Err(error) = sent {
+        let _ = writer.abort().await;
+        return Err(error.into());
+    }
+    Ok((size, manifest::hex(&hash.finalize())))
 }
