@@ -164,54 +164,82 @@ fn a_writer_killed_mid_publish_leaves_the_last_good_version() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A row read through a kept guard of version 1, and the writer that will publish over it (with
+/// a short grace, so publishes do not wait long for the kept registration).
+struct Kept {
+    dir: PathBuf,
+    writer: FeatureWriter,
+    reader: FeatureReader,
+    row: (*const f32, usize),
+}
+
+impl Kept {
+    fn new(name: &str) -> Kept {
+        let dir = temp_dir(name);
+        let options = WriterOptions::default().with_grace(Duration::from_millis(20));
+        let mut writer = FeatureWriter::open(&dir, options).unwrap();
+        writer.publish(&stamped(1)).unwrap();
+        let mut reader = FeatureReader::open(&dir).unwrap();
+        let guard = reader.read().unwrap();
+        let row = guard.table(TABLE).unwrap().get(7).unwrap();
+        let row = (row.as_ptr(), row.len());
+        guard.keep();
+        Kept {
+            dir,
+            writer,
+            reader,
+            row,
+        }
+    }
+
+    /// Publishes versions 2 and 3: the second lands on the kept copy, and past the grace
+    /// writes a new file if the registration holds. Then the kept bytes must be intact.
+    fn publish_over_and_check(&mut self) {
+        self.writer.publish(&stamped(2)).unwrap();
+        self.writer.publish(&stamped(3)).unwrap();
+        // SAFETY: what is under test: the kept registration keeps these bytes mapped and
+        // unchanged until the reader's next read or release.
+        let kept = unsafe { std::slice::from_raw_parts(self.row.0, self.row.1) };
+        assert!(kept.iter().all(|&f| f == 1.0), "{kept:?}");
+    }
+
+    /// Releases the row; the reader then reads version 3.
+    fn release(mut self) {
+        self.reader.release();
+        let guard = self.reader.read().unwrap();
+        assert_eq!(guard.version(), 3);
+        check(&guard);
+        drop(guard);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// The C ABI's contract: bytes read through a kept guard stay mapped and unchanged while the
 /// writer publishes over their copy, until the reader releases them.
 #[test]
 fn a_kept_guard_keeps_its_bytes_until_released() {
-    let dir = temp_dir("kept");
-    let options = WriterOptions::default().with_grace(Duration::from_millis(20));
-    let mut writer = FeatureWriter::open(&dir, options).unwrap();
-    writer.publish(&stamped(1)).unwrap();
-    let mut reader = FeatureReader::open(&dir).unwrap();
-    let guard = reader.read().unwrap();
-    let row = guard.table(TABLE).unwrap().get(7).unwrap();
-    let (ptr, len) = (row.as_ptr(), row.len());
-    guard.keep();
-    // The second publish lands on the kept copy: past the grace it writes a new file.
-    writer.publish(&stamped(2)).unwrap();
-    writer.publish(&stamped(3)).unwrap();
-    // SAFETY: what is under test: the kept registration keeps these bytes mapped and
-    // unchanged until the reader's next read or release.
-    let kept = unsafe { std::slice::from_raw_parts(ptr, len) };
-    assert!(kept.iter().all(|&f| f == 1.0), "{kept:?}");
-    reader.release();
-    let guard = reader.read().unwrap();
-    assert_eq!(guard.version(), 3);
-    check(&guard);
-    drop(guard);
-    let _ = std::fs::remove_dir_all(&dir);
+    let mut kept = Kept::new("kept");
+    kept.publish_over_and_check();
+    kept.release();
 }
 
 /// A forked child inherits its parent's reader (an app preloaded before its workers fork): the
 /// child's reads, release and exit leave the parent's kept registration alone.
 #[test]
 fn a_forked_child_leaves_its_parents_registration_alone() {
-    let dir = temp_dir("forked");
-    let options = WriterOptions::default().with_grace(Duration::from_millis(20));
-    let mut writer = FeatureWriter::open(&dir, options).unwrap();
-    writer.publish(&stamped(1)).unwrap();
-    let mut reader = FeatureReader::open(&dir).unwrap();
-    let guard = reader.read().unwrap();
-    let row = guard.table(TABLE).unwrap().get(7).unwrap();
-    let (ptr, len) = (row.as_ptr(), row.len());
-    guard.keep();
+    let mut kept = Kept::new("forked");
     // SAFETY: the child reads the store, releases, drops the reader and exits without
     // returning into the test harness; glibc keeps malloc usable after fork.
     match unsafe { libc::fork() } {
         0 => {
+            let Kept {
+                mut reader, writer, ..
+            } = kept;
             let read = reader.read().map(|guard| guard.version());
             reader.release();
             drop(reader);
+            // The writer and its lock are the parent's: the child leaves them alone.
+            std::mem::forget(writer);
             // SAFETY: ends the child at once, as a forked worker's exit would.
             unsafe { libc::_exit(if matches!(read, Ok(1)) { 0 } else { 1 }) }
         }
@@ -226,12 +254,6 @@ fn a_forked_child_leaves_its_parents_registration_alone() {
             );
         }
     }
-    writer.publish(&stamped(2)).unwrap();
-    writer.publish(&stamped(3)).unwrap();
-    // SAFETY: what is under test: the parent's registration still keeps these bytes.
-    let kept = unsafe { std::slice::from_raw_parts(ptr, len) };
-    assert!(kept.iter().all(|&f| f == 1.0), "{kept:?}");
-    reader.release();
-    assert_eq!(reader.read().unwrap().version(), 3);
-    let _ = std::fs::remove_dir_all(&dir);
+    kept.publish_over_and_check();
+    kept.release();
 }
