@@ -3,7 +3,12 @@
 //! since (a local update, a damaged file resumed from the version before) or used before the
 //! source was configured has no matching record, and the current manifest is taken again.
 
-use std::{io::Read, path::Path};
+use std::{
+    fs::OpenOptions,
+    io::{Read, Write},
+    os::unix::fs::OpenOptionsExt,
+    path::Path,
+};
 
 use serde::{Deserialize, Serialize};
 
@@ -29,12 +34,19 @@ pub fn serving(path: &Path, store_version: u64) -> Option<u64> {
     (applied.published == store_version && store_version > 0).then_some(applied.manifest)
 }
 
-/// Records `applied`, replacing the record whole (a temporary file renamed over it). A
-/// failure costs one download at the next start, so it is reported, not fatal.
+/// Records `applied`, replacing the record whole (a temporary file made anew, never through a
+/// link, with the store's file mode, then renamed over it). A failure costs one download at
+/// the next start, so it is reported, not fatal.
 pub fn record(path: &Path, applied: Applied) -> std::io::Result<()> {
     let temporary = path.with_extension("tmp");
     let json = serde_json::to_vec(&applied).map_err(std::io::Error::other)?;
-    std::fs::write(&temporary, json)?;
+    let _ = std::fs::remove_file(&temporary);
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o640)
+        .open(&temporary)?
+        .write_all(&json)?;
     std::fs::rename(&temporary, path)
 }
 
@@ -53,7 +65,18 @@ mod tests {
             manifest: 2,
             published: 3,
         };
+        // A link where the temporary file goes is replaced, not followed.
+        let target = dir.join("target");
+        std::fs::write(&target, b"kept").unwrap();
+        std::os::unix::fs::symlink(&target, path.with_extension("tmp")).unwrap();
         record(&path, applied).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"kept");
+        let mode = std::os::unix::fs::PermissionsExt::mode(&path.metadata().unwrap().permissions());
+        assert_eq!(
+            mode & 0o027,
+            0,
+            "{mode:o}: writable by the group or readable by others"
+        );
         assert_eq!(serving(&path, 3), Some(2));
         assert_eq!(serving(&path, 4), None, "the store moved on");
         std::fs::write(&path, b"{\"manifest\": 2").unwrap();
