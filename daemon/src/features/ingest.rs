@@ -136,14 +136,20 @@ fn reject(features: &Features, dir: &Path, path: &Path, name: &str, error: &anyh
     tracing::error!(file = %name, error = %reason, "feature snapshot file rejected, the last good version keeps serving");
     let target = dir.join("rejected").join(name);
     file_away(path, &target);
-    if let Err(error) = write_new(&target.with_file_name(format!("{name}.error")), &reason) {
+    let error_file = target.with_file_name(format!("{name}.error"));
+    if let Err(error) = write_whole(&error_file, format!("{reason}\n").as_bytes(), 0o640) {
         tracing::error!(file = %name, %error, "cannot write the rejected file's .error beside it");
     }
 }
 
-/// Writes `reason` to a file made anew at `path` (see [`create_anew`]).
-fn write_new(path: &Path, reason: &str) -> std::io::Result<()> {
-    create_anew(path, 0o640)?.write_all(format!("{reason}\n").as_bytes())
+/// Replaces `path` whole with `bytes`: written to a hidden file made anew beside it (see
+/// [`create_anew`]), then renamed over it, so a reader sees the old file or the new one, never
+/// a part (a rename replaces a link at `path`, never follows it).
+pub(super) fn write_whole(path: &Path, bytes: &[u8], mode: u32) -> std::io::Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("file");
+    let hidden = path.with_file_name(format!(".{name}.tmp"));
+    create_anew(&hidden, mode)?.write_all(bytes)?;
+    fs::rename(&hidden, path)
 }
 
 /// A file made anew at `path`, open to read and write: whatever was there (an earlier file, or
@@ -388,12 +394,14 @@ mod tests {
         fs::write(&target, "keep me").unwrap();
         let error = dir.join("x.csv.error");
         std::os::unix::fs::symlink(&target, &error).unwrap();
-        write_new(&error, "why").unwrap();
+        // ... nor through one left where the hidden file is written first.
+        std::os::unix::fs::symlink(&target, dir.join(".x.csv.error.tmp")).unwrap();
+        write_whole(&error, b"why\n", 0o640).unwrap();
         assert_eq!(fs::read_to_string(&target).unwrap(), "keep me");
         assert_eq!(fs::read_to_string(&error).unwrap(), "why\n");
         assert!(!fs::symlink_metadata(&error).unwrap().is_symlink());
         // A second rejection of the same name replaces the first reason.
-        write_new(&error, "again").unwrap();
+        write_whole(&error, b"again\n", 0o640).unwrap();
         assert_eq!(fs::read_to_string(&error).unwrap(), "again\n");
         fs::remove_dir_all(&dir).unwrap();
     }

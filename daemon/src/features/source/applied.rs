@@ -3,14 +3,11 @@
 //! since (a local update, a damaged file resumed from the version before) or used before the
 //! source was configured has no matching record, and the current manifest is taken again.
 
-use std::{
-    fs::OpenOptions,
-    io::{Read, Write},
-    os::unix::fs::OpenOptionsExt,
-    path::Path,
-};
+use std::{io::Read, path::Path};
 
 use serde::{Deserialize, Serialize};
+
+use super::super::ingest::write_whole;
 
 /// Largest record read: two numbers.
 const MAX_BYTES: u64 = 256;
@@ -34,20 +31,11 @@ pub fn serving(path: &Path, store_version: u64) -> Option<u64> {
     (applied.published == store_version && store_version > 0).then_some(applied.manifest)
 }
 
-/// Records `applied`, replacing the record whole (a temporary file made anew, never through a
-/// link, with the store's file mode, then renamed over it). A failure costs one download at
-/// the next start, so it is reported, not fatal.
+/// Records `applied`, replacing the record whole, with the store's file mode. A failure costs
+/// one download at the next start, so it is reported, not fatal.
 pub fn record(path: &Path, applied: Applied) -> std::io::Result<()> {
-    let temporary = path.with_extension("tmp");
     let json = serde_json::to_vec(&applied).map_err(std::io::Error::other)?;
-    let _ = std::fs::remove_file(&temporary);
-    OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o640)
-        .open(&temporary)?
-        .write_all(&json)?;
-    std::fs::rename(&temporary, path)
+    write_whole(path, &json, 0o640)
 }
 
 #[cfg(test)]
@@ -68,7 +56,7 @@ mod tests {
         // A link where the temporary file goes is replaced, not followed.
         let target = dir.join("target");
         std::fs::write(&target, b"kept").unwrap();
-        std::os::unix::fs::symlink(&target, path.with_extension("tmp")).unwrap();
+        std::os::unix::fs::symlink(&target, dir.join(".source.applied.tmp")).unwrap();
         record(&path, applied).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"kept");
         let mode = std::os::unix::fs::PermissionsExt::mode(&path.metadata().unwrap().permissions());
